@@ -1,0 +1,125 @@
+"""``python -m deliverylab <command>``: the course's command line.
+
+    setup                       resolve the JVM jars once (needs network once)
+    stack up|down|status|reset|wipe
+    doctor                      check Java, memory, ports, jars and the broker
+    jupyter lab|stop            JupyterLab on lesson 00 (127.0.0.1, token on)
+    labs build|check            generate labs from solutions / verify they are in sync
+    progress                    modules done, checks passed, quiz scores
+    notebooks execute NB...     run a notebook, keep only the outputs nbval compares
+    chaos --pipeline NAME ...   crash a pipeline repeatedly and print the ledger as JSON
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .config import CourseError
+
+
+def _stack(args) -> int:
+    from . import broker, lesson
+
+    if args.action == "up":
+        print(broker.up().line())
+    elif args.action == "down":
+        if not broker.down():
+            print("broker: not running")
+        else:
+            print("broker: stopped")
+    elif args.action == "status":
+        st = broker.status()
+        print(st.line())
+        return 0 if st.running and st.answering else 1
+    elif args.action == "reset":
+        lesson.reset(all_learners=args.all_learners)
+    elif args.action == "wipe":
+        broker.wipe()
+    return 0
+
+
+def _setup(args) -> int:
+    from . import jars
+
+    jars.ensure_all()
+    return 0
+
+
+def _jupyter(args) -> int:
+    from . import jupyter
+
+    if args.action == "lab":
+        return jupyter.lab(open_browser=not args.no_browser)
+    n = jupyter.stop()
+    print(f"jupyter: stopped {n} server(s)")
+    return 0
+
+
+def _doctor(args) -> int:
+    from . import doctor
+
+    return doctor.main()
+
+
+def _labs(args) -> int:
+    from . import labs
+
+    return labs.main(args.rest)
+
+
+def _progress(args) -> int:
+    from . import progress
+
+    return progress.main(args.rest)
+
+
+def _notebooks(args) -> int:
+    from . import notebooks
+
+    return notebooks.main(args.rest)
+
+
+def _chaos(args) -> int:
+    from . import chaos
+
+    return chaos.main(args.rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m deliverylab", description="Exactly Once, For Real: course tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("setup", help="resolve the JVM jars into .state/jars (needs network once)").set_defaults(fn=_setup)
+    stack = sub.add_parser("stack", help="control the local Kafka broker")
+    stack.add_argument("action", choices=["up", "down", "status", "reset", "wipe"])
+    stack.add_argument("--all-learners", action="store_true", help="with reset: every learner's course data")
+    stack.set_defaults(fn=_stack)
+    sub.add_parser("doctor", help="check the machine and the stack").set_defaults(fn=_doctor)
+    jup = sub.add_parser("jupyter", help="start JupyterLab on lesson 00 (127.0.0.1, token on), or stop it")
+    jup.add_argument("action", choices=["lab", "stop"])
+    jup.add_argument("--no-browser", action="store_true")
+    jup.set_defaults(fn=_jupyter)
+    for name, fn, help_text in (
+        ("labs", _labs, "build labs from solutions, or check they are in sync"),
+        ("progress", _progress, "show modules done"),
+        ("notebooks", _notebooks, "execute a notebook and keep only its checked outputs"),
+        ("chaos", _chaos, "crash a pipeline repeatedly and print its ledger as JSON"),
+    ):
+        p = sub.add_parser(name, help=help_text, add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(fn=fn)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except CourseError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

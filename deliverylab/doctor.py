@@ -1,0 +1,120 @@
+"""The environment check (lesson zero, and ``python -m deliverylab doctor``).
+
+Each check says ok or FAIL; a failing check says how to fix it.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+
+from . import broker, jars
+from .config import CourseError, settings
+from .jvm import MIN_JAVA, java_executable, java_major
+
+MIN_MEMORY_GB = 4.0
+
+
+@dataclass
+class Finding:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def lines(self) -> list[str]:
+        head = f"{'ok  ' if self.ok else 'FAIL'}  {self.name:<8} {self.detail}"
+        return [head] if self.ok or not self.fix else [head, f"      fix: {self.fix}"]
+
+
+def check_python() -> Finding:
+    v = sys.version_info
+    ok = v >= (3, 10)
+    return Finding("python", ok, f"{v.major}.{v.minor}.{v.micro}", "" if ok else "Use Python 3.10 or newer for the venv.")
+
+
+def check_java() -> Finding:
+    try:
+        java = java_executable()
+        major = java_major(java)
+    except CourseError as err:
+        return Finding("java", False, "not found", str(err))
+    ok = major >= MIN_JAVA
+    return Finding("java", ok, f"Java {major} ({java})",
+                   "" if ok else f"Install Java {MIN_JAVA}+ and put it first on PATH (or set JAVA_HOME).")
+
+
+def available_memory_gb() -> float | None:
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024 / 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_memory() -> Finding:
+    gb = available_memory_gb()
+    if gb is None:
+        return Finding("memory", True, "unknown on this system (about 4 GB free is needed)")
+    ok = gb >= MIN_MEMORY_GB
+    return Finding("memory", ok, f"{gb:.1f} GB available",
+                   "" if ok else f"Close other programs: the broker and two Spark drivers need about {MIN_MEMORY_GB:.0f} GB.")
+
+
+def check_ports() -> Finding:
+    s = settings()
+    ours = broker.status().running
+    busy = [p for p in (s.kafka_port, s.controller_port) if not ours and not broker.port_is_free(p)]
+    if busy:
+        return Finding("ports", False, f"{', '.join(map(str, busy))} in use by another program",
+                       "Stop that program, or set DELIVERYLAB_KAFKA_PORT / DELIVERYLAB_CONTROLLER_PORT to free ports.")
+    owner = "the course's broker" if ours else "free"
+    return Finding("ports", True, f"{s.kafka_port}, {s.controller_port} ({owner})")
+
+
+def check_jars() -> Finding:
+    missing = [kind for kind in jars.CLASSPATHS if not jars.is_resolved(kind)]
+    if missing:
+        return Finding("jars", False, f"not set up: {', '.join(missing)}", "Run `make setup` once (it needs network once).")
+    counts = ", ".join(f"{kind} {len(jars.jars(kind))}" for kind in jars.CLASSPATHS)
+    return Finding("jars", True, f"cached ({counts} jars)")
+
+
+def check_broker() -> Finding:
+    st = broker.status()
+    if st.running and st.answering:
+        return Finding("broker", True, f"answering on {st.bootstrap}")
+    if st.running:
+        return Finding("broker", False, f"running (pid {st.pid}) but not answering on {st.bootstrap}",
+                       "Run `python -m deliverylab stack down` then `stack up`; see .state/kafka/broker.log.")
+    return Finding("broker", False, "not running", "Run `python -m deliverylab stack up` (or `make lab`).")
+
+
+def check_disk() -> Finding:
+    free_gb = shutil.disk_usage(settings().root).free / 1024**3
+    ok = free_gb >= 2
+    return Finding("disk", ok, f"{free_gb:.0f} GB free", "" if ok else "Free at least 2 GB for jars, broker data and tables.")
+
+
+CHECKS = (check_python, check_java, check_memory, check_disk, check_ports, check_jars, check_broker)
+
+
+def run(print_fn=print) -> list[Finding]:
+    findings = [check() for check in CHECKS]
+    for finding in findings:
+        for line in finding.lines():
+            print_fn(line)
+    return findings
+
+
+def verdict(findings: list[Finding]) -> str:
+    failed = [f.name for f in findings if not f.ok]
+    return "environment: ready" if not failed else f"environment: NOT ready ({', '.join(failed)})"
+
+
+def main() -> int:
+    findings = run()
+    print(verdict(findings))
+    return 0 if all(f.ok for f in findings) else 1

@@ -1,0 +1,70 @@
+"""Executing a course notebook and keeping only what the tests compare.
+
+``python -m deliverylab notebooks execute notebooks/00-setup-and-tour.ipynb`` runs the
+notebook in a fresh kernel, then keeps the outputs of checked cells only (tag
+``nbval-check-output`` or a ``# NBVAL_CHECK_OUTPUT`` line) and clears every other output,
+so stored notebooks stay small and no output is ever typed by hand.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+CHECK_TAG = "nbval-check-output"
+CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
+KEEP_MIME = ("text/plain",)
+
+
+def is_checked(cell) -> bool:
+    return CHECK_TAG in cell.get("metadata", {}).get("tags", []) or CHECK_MARK in cell.get("source", "")
+
+
+def _small(output):
+    """Drop rich data (images, HTML, widget views) from an output; keep its plain text."""
+    if output.get("output_type") in ("execute_result", "display_data"):
+        output["data"] = {k: v for k, v in output.get("data", {}).items() if k in KEEP_MIME}
+        output["metadata"] = {}
+    if output.get("output_type") == "error":
+        output["traceback"] = []
+    return output
+
+
+def strip_unchecked(nb):
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.execution_count = None
+        if is_checked(cell):
+            cell.outputs = [_small(o) for o in cell.outputs if o.get("output_type") != "display_data" or "text/plain" in o.get("data", {})]
+            for o in cell.outputs:
+                if "execution_count" in o:
+                    o["execution_count"] = None
+        else:
+            cell.outputs = []
+    return nb
+
+
+def execute(path: str, timeout_s: int = 900) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(Path(path).parent)}})
+    client.execute()
+    nbformat.write(strip_unchecked(nb), path)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in ("execute", "strip"):
+        print("usage: python -m deliverylab notebooks execute|strip NOTEBOOK.ipynb ...")
+        return 2
+    import nbformat
+
+    for path in argv[1:]:
+        if argv[0] == "execute":
+            execute(path)
+        else:
+            nbformat.write(strip_unchecked(nbformat.read(path, as_version=4)), path)
+        print(f"{argv[0]}d {path}")
+    return 0

@@ -1,0 +1,57 @@
+"""Waiting for streaming queries, so Run-All never races a stream."""
+from __future__ import annotations
+
+import time
+
+from .config import CourseError
+
+
+def _require_query(query) -> None:
+    if not (hasattr(query, "lastProgress") and hasattr(query, "isActive")):
+        raise CourseError(
+            f"Expected a StreamingQuery (what `writeStream...start()` returns), got {type(query).__name__}. "
+            "Pass the query object, not the DataFrame."
+        )
+
+
+def _raise_if_failed(query) -> None:
+    if not query.isActive:
+        error = query.exception()
+        if error is not None:
+            raise CourseError(f"The streaming query stopped with an error:\n{str(error)[-1500:]}")
+
+
+def completed_batches(query) -> int:
+    """How many micro-batches (with or without data) this run of the query has finished."""
+    return len(query.recentProgress)
+
+
+def wait_for_batches(query, n: int = 1, timeout_s: float = 60) -> int:
+    """Block until the query has completed at least ``n`` micro-batches in this run. Returns the count."""
+    _require_query(query)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        _raise_if_failed(query)
+        done = completed_batches(query)
+        if done >= n:
+            return done
+        time.sleep(0.2)
+    raise CourseError(
+        f"The query finished {completed_batches(query)} of {n} micro-batches in {timeout_s:.0f} s. "
+        "Is data arriving on its topic? `query.status` and `query.lastProgress` show what it is doing."
+    )
+
+
+def wait_until_drained(query, timeout_s: float = 120) -> None:
+    """Block until everything available in the source has been processed (or the query fails)."""
+    _require_query(query)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        _raise_if_failed(query)
+        # processAllAvailable blocks until the data available *now* has been processed
+        query.processAllAvailable()
+        status = query.status
+        if not status.get("isDataAvailable") and not status.get("isTriggerActive"):
+            return
+        if time.monotonic() > deadline:
+            raise CourseError(f"The query did not drain its input within {timeout_s:.0f} s (status: {status}).")
