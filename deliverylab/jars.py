@@ -46,7 +46,7 @@ def _ivy_jar() -> Path:
 def artifact_name(jar_file: str) -> str:
     """'kafka-clients-3.9.0.jar' -> 'kafka-clients'; 'scala-library-2.13.16.jar' -> 'scala-library'."""
     stem = jar_file[:-4] if jar_file.endswith(".jar") else jar_file
-    return re.sub(r"-\d[\w.\-]*$", "", stem)
+    return re.sub(r"-(\d+\.)+\d+[\w.\-]*$", "", stem)
 
 
 def _stamp(kind: str) -> str:

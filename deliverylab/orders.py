@@ -36,7 +36,7 @@ def generate_orders(n: int, seed: int = 7, start: int = 0) -> list[dict]:
         orders.append({
             "order_id": order_id(k),
             "customer_id": f"c-{rng.randint(1, 300):04d}",
-            "amount": str(Decimal(cents) / 100),
+            "amount": str((Decimal(cents) / 100).quantize(Decimal("0.01"))),
             "status": rng.choice(STATUSES),
             "event_time": (EPOCH + timedelta(seconds=k + rng.randint(0, 4))).strftime("%Y-%m-%dT%H:%M:%SZ"),
         })
@@ -78,12 +78,11 @@ def produce(bootstrap: str, topic: str, orders: list[dict], progress: bool = Tru
     from kafka import KafkaProducer
 
     ensure_topic(bootstrap, topic)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
-                             key_serializer=str.encode, value_serializer=encode)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     try:
         step = max(1, len(orders) // 20)
         for i, order in enumerate(orders, 1):
-            producer.send(topic, key=order["order_id"], value=order)
+            producer.send(topic, key=order["order_id"].encode(), value=encode(order))
             if progress and (i % step == 0 or i == len(orders)):
                 sys.stdout.write(_progress(i, len(orders)))
                 sys.stdout.flush()
