@@ -39,7 +39,7 @@ test: setup
 ## stop: stop JupyterLab and the broker
 stop:
 	-$(PY) -m deliverylab jupyter stop
-	$(PY) -m deliverylab stack down
+	-$(PY) -m deliverylab stack down
 
 ## bench: print the course's timing and memory figures
 bench: setup

@@ -30,17 +30,20 @@ def _small(output):
 
 
 def strip_unchecked(nb):
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        cell.execution_count = None
+    """Clear unchecked cells; keep checked outputs small. Checked cells keep an execution
+    count (nbval refuses stored outputs of a cell that never ran)."""
+    nb.metadata.pop("widgets", None)  # saved widget state is bulky and differs run to run
+    for number, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), 1):
         if is_checked(cell):
-            cell.outputs = [_small(o) for o in cell.outputs if o.get("output_type") != "display_data" or "text/plain" in o.get("data", {})]
+            cell.outputs = [_small(o) for o in cell.outputs
+                            if o.get("output_type") != "display_data" or "text/plain" in o.get("data", {})]
+            cell.execution_count = number if cell.outputs else None
             for o in cell.outputs:
                 if "execution_count" in o:
-                    o["execution_count"] = None
+                    o["execution_count"] = number
         else:
             cell.outputs = []
+            cell.execution_count = None
     return nb
 
 
@@ -66,5 +69,5 @@ def main(argv: list[str]) -> int:
             execute(path)
         else:
             nbformat.write(strip_unchecked(nbformat.read(path, as_version=4)), path)
-        print(f"{argv[0]}d {path}")
+        print(f"{"executed" if argv[0] == "execute" else "stripped"} {path}")
     return 0

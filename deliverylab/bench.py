@@ -1,0 +1,78 @@
+"""``make bench``: print the course's timing and memory figures next to their targets.
+
+A script, not a timed test: it measures on this machine and prints; it never fails a build.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import broker
+from .config import settings
+
+
+def _row(name: str, value, unit: str, target: str) -> None:
+    shown = f"{value:>8.1f}" if isinstance(value, (int, float)) else f"{value!s:>8}"
+    print(f"{name:<38} {shown} {unit:<3}  (target {target})")
+
+
+def broker_ready_s() -> float:
+    broker.down(log=lambda m: None)
+    start = time.monotonic()
+    broker.up(log=lambda m: None)
+    return time.monotonic() - start
+
+
+def broker_rss_mb() -> float:
+    pid = broker.status().pid
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def spark_ready_s() -> float:
+    code = ("import time; t = time.monotonic(); from deliverylab.session import get_spark; "
+            "get_spark('bench'); print(time.monotonic() - t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def notebook_s(relative: str) -> float:
+    from .notebooks import execute
+
+    src = settings().root / relative
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / src.name
+        shutil.copy(src, copy)
+        start = time.monotonic()
+        execute(str(copy))
+        return time.monotonic() - start
+
+
+def main() -> int:
+    print("Exactly Once, For Real: measured on this machine")
+    _row("broker ready after `stack up`", broker_ready_s(), "s", "< 10 s")
+    _row("broker resident memory", broker_rss_mb(), "MB", "< 600 MB")
+    _row("Spark session ready (cold process)", spark_ready_s(), "s", "< 15 s")
+    _row("notebook 00 executes", notebook_s("notebooks/00-setup-and-tour.ipynb"), "s", "< 60 s")
+    try:
+        from .chaos import bench_crash_cycle
+    except ImportError:
+        bench_crash_cycle = None
+    if bench_crash_cycle is not None:
+        figures = bench_crash_cycle()
+        for name, value in figures.items():
+            if isinstance(value, (int, float)):
+                _row(name, value, "s", "< 25 s" if "cycle" in name else "< 60 s")
+            else:
+                print(f"{name:<38} {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
