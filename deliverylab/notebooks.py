@@ -69,5 +69,5 @@ def main(argv: list[str]) -> int:
             execute(path)
         else:
             nbformat.write(strip_unchecked(nbformat.read(path, as_version=4)), path)
-        print(f"{"executed" if argv[0] == "execute" else "stripped"} {path}")
+        print(("executed " if argv[0] == "execute" else "stripped ") + path)
     return 0
