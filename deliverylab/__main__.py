@@ -110,8 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands whose own main() parses the rest of the line (argparse's REMAINDER would
+#: refuse options such as `--pipeline` that come right after the command name).
+PASS_THROUGH = {"labs": _labs, "progress": _progress, "notebooks": _notebooks, "chaos": _chaos}
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in PASS_THROUGH:
+        args = argparse.Namespace(rest=argv[1:], fn=PASS_THROUGH[argv[0]])
+    else:
+        args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
     except CourseError as err:

@@ -31,13 +31,15 @@ def _append(path: Path, record: dict) -> None:
 
 
 def short_error(text: str, max_lines: int = 40) -> str:
-    """An error's text without Java/Python stack frames, so its last lines say what went wrong."""
+    """An error's text without stack frames, code lines or query plans, so its last lines say what went wrong."""
+    text = str(text).split("=== Streaming Query ===")[0]  # Spark appends the query's plan
     kept = []
-    for line in str(text).splitlines():
+    for line in text.splitlines():
         stripped = line.strip()
-        if not stripped or stripped.startswith(("at ", "... ")) or stripped.startswith("File \""):
-            continue
-        if stripped.startswith("JVM stacktrace:"):
+        if (not stripped or line.startswith("    ")  # Python traceback code lines
+                or stripped.startswith(("at ", "... ", 'File "', "Suppressed:", "JVM stacktrace:",
+                                        "Traceback (most recent call last)"))
+                or set(stripped) <= set("^~ ")):
             continue
         kept.append(line.rstrip())
     return "\n".join(kept[-max_lines:])[-ERROR_CHARS:]
@@ -64,7 +66,6 @@ def main(run_dir: str) -> int:
     from .session import get_spark
 
     spark = get_spark(f"pipeline-{spec['variant']}", crash_hook=True)
-    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "1000")
     progress_file = run / "progress.jsonl"
 
     class Progress(StreamingQueryListener):

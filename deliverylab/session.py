@@ -36,8 +36,8 @@ def spark_conf(app_name: str = "exactly-once-for-real", crash_hook: bool = False
         "spark.sql.warehouse.dir": str(s.state / "warehouse"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={s.state / 'derby'}",
         "spark.sql.session.timeZone": "UTC",
-        # the learner's streams report progress quickly and show no progress bars
-        "spark.sql.streaming.minBatchesToRetain": "100",
+        # Delta rebuilds a table's state with this many tasks (default 50): tiny tables, two cores
+        "spark.databricks.delta.snapshotPartitions": "2",
         "spark.ui.showConsoleProgress": "false",
     }
     if crash_hook:
