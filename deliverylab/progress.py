@@ -24,20 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from .lesson import MODULES as _LESSON_MODULES
 from .config import settings
 
 #: The course's modules, in teaching order. Notebook names start with one of these.
-MODULES: tuple[str, ...] = (
-    "00-setup-and-tour",
-    "01-three-guarantees",
-    "02-anatomy",
-    "03-at-most-once",
-    "04-at-least-once",
-    "05-exactly-once-sinks",
-    "06-kafka-end-to-end",
-    "07-what-breaks",
-    "08-capstone",
-)
+#: The course's modules in order (one list for the whole package: lesson.MODULES).
+MODULES: tuple[str, ...] = tuple(_LESSON_MODULES)
 
 #: Share of the quiz a learner needs for the module to count as done.
 QUIZ_PASS_MARK = 0.8
