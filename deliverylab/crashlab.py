@@ -84,6 +84,7 @@ class Pipeline:
         self.crashes: list[Crash] = []
         self.starts = 0
         self._proc: subprocess.Popen | None = None
+        self._new_query = False
         self.run_dir.mkdir(parents=True, exist_ok=True)
         lesson.track(self)
         lesson.on_cleanup(self.stop)
@@ -149,6 +150,8 @@ class Pipeline:
         env["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {DRIVER_JAVA_OPTIONS}".strip()
         # A session of its own: the driver leads a process group that holds its JVM too,
         # so one killpg stops both (and never reaches the notebook).
+        # a new query's first batch (batch 0) always runs, even with no data; see _wait_ready
+        self._new_query = not (Path(self.checkpoint) / "offsets").exists()
         self._proc = subprocess.Popen([sys.executable, "-m", "deliverylab.driver", str(self.run_dir)],
                                       stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       env=env, start_new_session=True)
@@ -184,8 +187,13 @@ class Pipeline:
         return self._events("progress", run)
 
     def _wait_ready(self) -> None:
-        """Wait for this run's query to start and for its source to have fixed where it starts."""
-        ready_marker = Path(self.checkpoint) / "sources" / "0" / "0"
+        """Wait for this run's query to start and for its source to have fixed where it starts.
+
+        A new query (an empty checkpoint) is ready once its batch 0 is committed: before that,
+        the id of the next batch is not settled, and a crash armed for it could land on the
+        empty batch 0 instead of the batch that carries the next orders.
+        """
+        ready_marker = Path(self.checkpoint) / ("commits/0" if self._new_query else "sources/0/0")
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             self._raise_if_failed()
