@@ -85,6 +85,7 @@ class Pipeline:
         self.starts = 0
         self._proc: subprocess.Popen | None = None
         self._new_query = False
+        self._started_at = 0.0
         self.run_dir.mkdir(parents=True, exist_ok=True)
         lesson.track(self)
         lesson.on_cleanup(self.stop)
@@ -152,6 +153,7 @@ class Pipeline:
         # so one killpg stops both (and never reaches the notebook).
         # a new query's first batch (batch 0) always runs, even with no data; see _wait_ready
         self._new_query = not (Path(self.checkpoint) / "offsets").exists()
+        self._started_at = time.time()
         self._proc = subprocess.Popen([sys.executable, "-m", "deliverylab.driver", str(self.run_dir)],
                                       stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       env=env, start_new_session=True)
@@ -273,6 +275,27 @@ class Pipeline:
                 done[p] = max(off, done.get(p, 0))
         return done
 
+    def _wait_for_progress_record(self, grace_s: float = 5.0) -> None:
+        """commits/N is written a moment before the listener records batch N's progress; wait
+        (briefly) for that record so batches() is complete when drain() returns. A batch whose
+        driver died right after its commit never gets one, hence the bounded wait."""
+        _, commits = self.batch_ids()
+        if not commits:
+            return
+        last = max(commits)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if any(e["batch"] == last for e in self._progress_events(run=self.starts)):
+                return
+            if any(e["batch"] == last for e in self._progress_events()) and not self._new_run_batch(last):
+                return
+            time.sleep(0.05)
+
+    def _new_run_batch(self, batch: int) -> bool:
+        """Whether ``batch`` was (re)planned by the current run (its offsets file is newer than the start)."""
+        f = Path(self.checkpoint) / "offsets" / str(batch)
+        return f.exists() and f.stat().st_mtime >= self._started_at
+
     def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Wait until the running driver has committed batches covering everything in its topic so far."""
         target = self._topic_end_offsets()
@@ -284,6 +307,7 @@ class Pipeline:
                                   "Restart it first (.restart()).")
             done = self.committed_offsets()
             if all(done.get(int(p), -1) >= off for p, off in target.items()):
+                self._wait_for_progress_record()
                 return
             time.sleep(0.1)
         raise CourseError(f"Pipeline {self.name!r} did not catch up with its topic within {timeout_s:.0f} s.")
