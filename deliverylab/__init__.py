@@ -1,11 +1,38 @@
 """Helpers for the course "Exactly Once, For Real".
 
-Notebooks call this package in a line or two; the logic lives here, one module per concern:
+Notebooks call this package in a line or two; the logic lives here, grouped by concern.
 
-    config    where state lives, ports, learner id      broker   the real Kafka broker
-    jars      JVM jars resolved once from Maven Central  session  the course's SparkSession
-    lesson    per-lesson setup, names and reset          orders   seeded order events + producer
-    streams   waiting for streaming queries              doctor   the environment check
+The course and its lessons
+    course       the module list, lesson-name parsing, quiz-bank paths (one place)
+    config       where state lives, ports, learner id; CourseError
+    lesson       deliverylab.setup("NN-name"): per-lesson topics, folders, reset, cleanup
+    orders       the seeded order events and their producer
+    streams      waiting for a streaming query, so Run All never races a stream
+
+Reading what Spark, Delta and Kafka leave behind (no Spark needed)
+    checkpoint   the one reader of offsets/, commits/, sources/, metadata, _spark_metadata
+    deltalog     a Delta table's _delta_log and data files (orphans, txn versions)
+    ledger       reconcile produced against delivered: lost, duplicated, revenue, verdict
+    inspector    text views of a checkpoint and a Delta log, before and after a crash
+    charts       the course's one chart style
+
+Labs, quizzes and progress
+    labs         labs generated from solutions          checks    checks with hints, todo()
+    quiz         quizzes and predictions (ipywidgets)    progress  the learner's progress store
+
+The machine (stack/: imports no course code)
+    stack/       java, jars (+ ivy/), broker, kafka clients, session, processes, jupyter, runner
+
+The crash lab (crashlab/)
+    crashlab/    variants (the pipelines, one table), sinks, crashpoints (+ java/ hook),
+                 pipeline + record, drivers (standby drivers), driver (the process), files,
+                 attempts, chaos, panel
+
+Each module's own helpers (modules/)
+    modules/m01/ consumers (the code lesson 01 shows), process (the consumer process),
+                 harness (run, crash, count)
+
+Commands: doctor (environment check), bench (timings), __main__ (python -m deliverylab).
 """
 from .config import CourseError
 from .lesson import setup
@@ -15,6 +42,6 @@ __all__ = ["CourseError", "setup", "get_spark"]
 
 def get_spark(app_name: str = "exactly-once-for-real"):
     """The course's SparkSession (built once per kernel)."""
-    from .session import get_spark as _get_spark
+    from .stack.session import get_spark as _get_spark
 
     return _get_spark(app_name)

@@ -18,11 +18,16 @@ from .config import CourseError
 
 
 def _stack(args) -> int:
-    from . import broker, lesson
+    from . import lesson
+    from .config import settings
+    from .stack import broker, processes
 
     if args.action == "up":
         print(broker.up().line())
     elif args.action == "down":
+        left = processes.stop_course_processes(settings().state)
+        if left:
+            print(f"stopped {left} crash-lab driver or consumer process(es) left running")
         if not broker.down():
             print("broker: not running")
         else:
@@ -39,14 +44,15 @@ def _stack(args) -> int:
 
 
 def _setup(args) -> int:
-    from . import jars
+    from .stack import jars, session
 
     jars.ensure_all()
+    session.build_class_archive()
     return 0
 
 
 def _jupyter(args) -> int:
-    from . import jupyter
+    from .stack import jupyter
 
     if args.action == "lab":
         return jupyter.lab(open_browser=not args.no_browser)
@@ -74,13 +80,13 @@ def _progress(args) -> int:
 
 
 def _notebooks(args) -> int:
-    from . import notebooks
+    from .stack import runner
 
-    return notebooks.main(args.rest)
+    return runner.main(args.rest)
 
 
 def _chaos(args) -> int:
-    from . import chaos
+    from .crashlab import chaos
 
     return chaos.main(args.rest)
 

@@ -11,8 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import broker
 from .config import settings
+from .stack import broker
 
 
 def _row(name: str, value, unit: str, target: str) -> None:
@@ -36,14 +36,14 @@ def broker_rss_mb() -> float:
 
 
 def spark_ready_s() -> float:
-    code = ("import time; t = time.monotonic(); from deliverylab.session import get_spark; "
+    code = ("import time; t = time.monotonic(); from deliverylab.stack.session import get_spark; "
             "get_spark('bench'); print(time.monotonic() - t)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def notebook_s(relative: str) -> float:
-    from .notebooks import execute
+    from .stack.runner import execute
 
     src = settings().root / relative
     with tempfile.TemporaryDirectory() as tmp:
@@ -60,18 +60,15 @@ def main() -> int:
     _row("broker resident memory", broker_rss_mb(), "MB", "< 600 MB")
     _row("Spark session ready (cold process)", spark_ready_s(), "s", "< 15 s")
     _row("notebook 00 executes", notebook_s("notebooks/00-setup-and-tour.ipynb"), "s", "< 60 s")
-    try:
-        from .chaos import bench_crash_cycle
-    except ImportError:
-        bench_crash_cycle = None
-    if bench_crash_cycle is not None:
-        figures = bench_crash_cycle()
-        seconds = figures["seconds"]
-        print(f"crash lab: {figures['variant']} crashed at {figures['point']}, {figures['orders']} orders")
-        _row("  driver start", seconds["start"], "s", "-")
-        _row("  crash + restart + drain cycle", seconds["cycle"], "s", "< 25 s")
-        _row("  module crash demo (start..ledger)", seconds["demo"], "s", "< 60 s")
-        print(f"  {figures['verdict_line']}")
+    from .crashlab.chaos import bench_crash_cycle
+
+    figures = bench_crash_cycle()
+    seconds = figures["seconds"]
+    print(f"crash lab: {figures['variant']} crashed at {figures['point']}, {figures['orders']} orders")
+    _row("  driver start", seconds["start"], "s", "-")
+    _row("  crash + restart + drain cycle", seconds["cycle"], "s", "< 25 s")
+    _row("  module crash demo (start..ledger)", seconds["demo"], "s", "< 60 s")
+    print(f"  {figures['verdict_line']}")
     return 0
 
 

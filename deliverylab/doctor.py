@@ -8,9 +8,9 @@ import shutil
 import sys
 from dataclasses import dataclass
 
-from . import broker, jars
 from .config import CourseError, settings
-from .jvm import MIN_JAVA, java_executable, java_major
+from .stack import broker, jars
+from .stack.java import MIN_JAVA, SUPPORTED_JAVA, java_executable, java_major
 
 MIN_MEMORY_GB = 4.0
 
@@ -40,8 +40,12 @@ def check_java() -> Finding:
     except CourseError as err:
         return Finding("java", False, "not found", str(err))
     ok = major >= MIN_JAVA
+    if ok and major not in SUPPORTED_JAVA:
+        listed = " or ".join(map(str, SUPPORTED_JAVA))
+        return Finding("java", True, f"Java {major} ({java}); warning: Spark 4.0 supports Java {listed}. "
+                                     f"If Spark fails to start, put a Java {listed} JDK first on PATH.")
     return Finding("java", ok, f"Java {major} ({java})",
-                   "" if ok else f"Install Java {MIN_JAVA}+ and put it first on PATH (or set JAVA_HOME).")
+                   "" if ok else f"Install Java {MIN_JAVA} or 21 and put it first on PATH (or set JAVA_HOME).")
 
 
 def available_memory_gb() -> float | None:

@@ -1,42 +1,24 @@
 """Compact views of a streaming checkpoint and a Delta log, to compare before and after a crash.
 
-Both read the files Spark 4.0 and Delta 4.0 leave on disk; neither needs Spark.
-
-A checkpoint folder holds (only the parts read here):
-
-* ``metadata``        one JSON line ``{"id": "<query id>"}``; the id survives restarts
-* ``offsets/<N>``     the plan for batch N, written *before* the batch runs:
-                      line 1 ``v1``, line 2 JSON metadata (watermark, batch time, conf),
-                      then one line per source; for Kafka ``{"topic":{"0":500,"1":500}}``,
-                      the offsets where the batch ends (``-`` when a source has none)
-* ``commits/<N>``     written *after* the sink finished batch N: ``v1`` + ``{"nextBatchWatermarkMs":0}``
-* ``sources/<i>/0``   where source i started: a zero byte, ``v1``, then the same Kafka JSON
-
-A batch starts where the previous one ended, and batch 0 where ``sources/<i>/0`` says.
-An offsets file without its commit is a batch that was planned but not finished: on
-restart Spark runs it again with the same offsets.
-
-A Delta table keeps its log in ``_delta_log/<20-digit version>.json``, one JSON action
-per line (``commitInfo``, ``add``, ``remove``, ``metaData``, ``protocol``, ``txn``). Data
-files that no commit ever added are leftovers of an attempt that never committed.
+The files are read by :mod:`deliverylab.checkpoint` (offsets/, commits/, sources/) and
+:mod:`deliverylab.deltalog` (_delta_log); this module only lays them out as text. Neither
+needs Spark.
 
 The ``format_*`` functions and :func:`show_before_after` return :class:`TextBlock`: a
 plain ``str`` that a notebook shows as the text itself, so a cell can end with it.
 """
 from __future__ import annotations
 
-import json
-import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+
+from . import checkpoint, deltalog
+from .checkpoint import query_id, read_offsets_file  # noqa: F401 - part of this module's API
+from .deltalog import orphan_files  # noqa: F401 - part of this module's API
 
 ARROW = "→"
 MISSING = "-"
-_DIGITS = re.compile(r"^\d+$")
-_DELTA_COMMIT = re.compile(r"^(\d{20})\.json$")
 
 
 class TextBlock(str):
@@ -75,72 +57,7 @@ def text_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, s
     return "\n".join([render([heading for _, heading in columns]), *(render(line) for line in cells)])
 
 
-# --------------------------------------------------------------------------- checkpoint files
-
-
-def _numbered_files(folder: Path) -> dict[int, Path]:
-    """Files named only by a number (batch ids); skips .crc, temp files and anything else."""
-    if not folder.is_dir():
-        return {}
-    return {int(p.name): p for p in folder.iterdir() if p.is_file() and _DIGITS.match(p.name)}
-
-
-def _log_lines(path: Path) -> list[str]:
-    """Lines of a Spark metadata log file, minus the leading zero byte some writers add."""
-    text = path.read_bytes().lstrip(b"\x00").decode("utf-8")
-    return text.split("\n")
-
-
-def _parse_json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
-
-
-def _kafka_offsets(text: str) -> dict[tuple[str, int], int] | None:
-    """``{"topic":{"0":5}}`` as ``{("topic", 0): 5}``; None when the line is not Kafka offsets."""
-    document = _parse_json(text)
-    if not isinstance(document, dict) or not document:
-        return None
-    offsets = {}
-    for topic, partitions in document.items():
-        if not isinstance(partitions, dict):
-            return None
-        for partition, offset in partitions.items():
-            if not _DIGITS.match(str(partition)) or not isinstance(offset, int):
-                return None
-            offsets[(topic, int(partition))] = offset
-    return offsets
-
-
-def read_offsets_file(path: str | Path) -> dict[str, Any]:
-    """One ``offsets/<N>`` file: ``{"version", "metadata", "sources"}``, sources as raw lines."""
-    lines = _log_lines(Path(path))
-    return {
-        "version": lines[0].strip() if lines else "",
-        "metadata": _parse_json(lines[1]) if len(lines) > 1 and lines[1].strip() else None,
-        "sources": [line.strip() for line in lines[2:] if line.strip()],
-    }
-
-
-def _initial_offsets(ckpt: Path, source_index: int) -> str | None:
-    """The raw offsets line in ``sources/<i>/0``, where a Kafka source records its start."""
-    path = ckpt / "sources" / str(source_index) / "0"
-    if not path.is_file():
-        return None
-    lines = _log_lines(path)
-    body = [line for line in lines[1:] if line.strip()] if lines and lines[0].startswith("v") else lines
-    return body[0].strip() if body else None
-
-
-def query_id(ckpt_path: str | Path) -> str | None:
-    """The query id in ``<ckpt>/metadata`` (Delta's streaming sink uses it as the txn appId)."""
-    path = Path(ckpt_path) / "metadata"
-    if not path.is_file():
-        return None
-    document = _parse_json(path.read_text(encoding="utf-8").strip().split("\n")[0])
-    return document.get("id") if isinstance(document, dict) else None
+# --------------------------------------------------------------------------- checkpoint
 
 
 def _partition_label(topic: str, partition: int, many_topics: bool) -> str:
@@ -154,10 +71,10 @@ def describe_range(start_line: str | None, end_line: str) -> tuple[str, int | No
     """
     if end_line == MISSING:
         return "no offsets", None
-    end = _kafka_offsets(end_line)
+    end = checkpoint.kafka_offsets(end_line)
     if end is None:  # some other source: show its own offset text
         return end_line if len(end_line) <= 40 else end_line[:37] + "...", None
-    start = _kafka_offsets(start_line) if start_line else None
+    start = checkpoint.kafka_offsets(start_line) if start_line else None
     many_topics = len({topic for topic, _ in end}) > 1
     parts, rows = [], 0
     for key in sorted(end):
@@ -175,7 +92,7 @@ def _batch_ranges(ckpt: Path, batch: int, offsets: dict[int, Path]) -> tuple[str
     texts, total = [], 0
     for index, end_line in enumerate(end_lines):
         if batch == 0:
-            start_line = _initial_offsets(ckpt, index)
+            start_line = checkpoint.start_line(ckpt, index)
         else:
             start_line = previous[index] if previous and index < len(previous) else None
         text, rows = describe_range(start_line, end_line)
@@ -188,8 +105,8 @@ def checkpoint_table(ckpt_path: str | Path) -> list[dict[str, Any]]:
     """One row per batch id: ``batch``, ``offsets`` and ``commits`` (file present?),
     ``range`` (start→end per partition) and ``rows`` (offsets in the range, None if unknown)."""
     ckpt = Path(ckpt_path)
-    offsets = _numbered_files(ckpt / "offsets")
-    commits = _numbered_files(ckpt / "commits")
+    offsets = checkpoint.numbered_files(ckpt / "offsets")
+    commits = checkpoint.numbered_files(ckpt / "commits")
     table = []
     for batch in sorted(set(offsets) | set(commits)):
         text, rows = _batch_ranges(ckpt, batch, offsets) if batch in offsets else ("offsets purged", None)
@@ -227,33 +144,11 @@ def format_checkpoint(ckpt_path: str | Path) -> TextBlock:
 # --------------------------------------------------------------------------- delta log
 
 
-def _commit_files(table: Path) -> list[tuple[int, Path]]:
-    """``(version, path)`` of every ``_delta_log/<20 digits>.json``, oldest first."""
-    log = table / "_delta_log"
-    if not log.is_dir():
-        return []
-    found = []
-    for path in log.iterdir():
-        match = _DELTA_COMMIT.match(path.name)
-        if match and path.is_file():
-            found.append((int(match.group(1)), path))
-    return sorted(found)
-
-
-def read_delta_actions(path: str | Path) -> list[dict[str, Any]]:
-    """The actions of one Delta commit file, one dict per non-empty line."""
-    actions = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            actions.append(json.loads(line))
-    return actions
-
-
 def _num_records(add: Mapping[str, Any]) -> int | None:
     """``numRecords`` from an add action's stats (a JSON string), None when absent."""
     stats = add.get("stats")
     if isinstance(stats, str):
-        stats = _parse_json(stats)
+        stats = checkpoint.parse_json(stats)
     if isinstance(stats, dict) and isinstance(stats.get("numRecords"), int):
         return stats["numRecords"]
     return None
@@ -280,54 +175,7 @@ def summarise_commit(version: int, actions: Sequence[Mapping[str, Any]]) -> dict
 def delta_log_table(table_path: str | Path) -> list[dict[str, Any]]:
     """One row per committed version: ``version``, ``operation``, ``files_added``,
     ``rows_added``, ``files_removed``, ``txn_app`` (first 8 characters) and ``txn_version``."""
-    return [summarise_commit(version, read_delta_actions(path)) for version, path in _commit_files(Path(table_path))]
-
-
-def _relative_data_path(table: Path, path: str) -> str:
-    """A path from an add action as a folder-relative POSIX path (they are URL-encoded)."""
-    parsed = urlparse(path)
-    if parsed.scheme in ("", "file") and (parsed.scheme or path.startswith("/")):
-        absolute = Path(unquote(parsed.path))
-        try:
-            return absolute.resolve().relative_to(table.resolve()).as_posix()
-        except ValueError:
-            return absolute.as_posix()
-    return unquote(path)
-
-
-def committed_files(table_path: str | Path) -> set[str]:
-    """Every data file any commit ever added (later removals included), relative to the table."""
-    table = Path(table_path)
-    files = set()
-    for _, path in _commit_files(table):
-        for action in read_delta_actions(path):
-            for kind in ("add", "cdc"):
-                if kind in action and "path" in action[kind]:
-                    files.add(_relative_data_path(table, action[kind]["path"]))
-    return files
-
-
-def orphan_files(table_path: str | Path) -> list[str]:
-    """Parquet files under the table folder (``_delta_log`` aside) that no commit added.
-
-    These were written by an attempt that crashed before its commit: they sit on disk
-    but no reader of the Delta table will ever see them.
-    """
-    table = Path(table_path)
-    if not table.is_dir():
-        return []
-    committed = committed_files(table)
-    orphans = []
-    for folder, subfolders, names in os.walk(table):
-        if Path(folder) == table:
-            subfolders[:] = [d for d in subfolders if d != "_delta_log"]
-        subfolders.sort()
-        for name in names:
-            if name.endswith(".parquet") and not name.startswith("."):
-                relative = (Path(folder) / name).relative_to(table).as_posix()
-                if relative not in committed:
-                    orphans.append(relative)
-    return sorted(orphans)
+    return [summarise_commit(version, deltalog.read_actions(path)) for version, path in deltalog.commit_files(table_path)]
 
 
 def format_delta_log(table_path: str | Path) -> TextBlock:
@@ -346,7 +194,7 @@ def format_delta_log(table_path: str | Path) -> TextBlock:
     ]
     shown = [{k: (MISSING if v is None and k.startswith("txn") else v) for k, v in row.items()} for row in table]
     text = text_table(shown, columns, numeric=("version", "files_added", "rows_added", "files_removed", "txn_version"))
-    orphans = len(orphan_files(table_path))
+    orphans = len(deltalog.orphan_files(table_path))
     note = f"latest version {table[-1]['version']}; parquet files in no commit: {orphans}"
     return TextBlock(f"{text}\n{note}")
 

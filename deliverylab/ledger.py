@@ -435,20 +435,13 @@ def read_kafka_topic(
     """
     if isolation_level not in ISOLATION_LEVELS:
         raise CourseError(f"isolation_level must be one of {ISOLATION_LEVELS}, not {isolation_level!r}.")
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
+
+    from .stack import kafka
 
     timeout_ms = int(timeout_s * 1000)
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=None,
-        client_id="deliverylab-ledger",
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        isolation_level=isolation_level,
-        allow_auto_create_topics=False,
-        consumer_timeout_ms=timeout_ms,
-    )
-    try:
+    with kafka.consumer(bootstrap, client_id="deliverylab-ledger", isolation_level=isolation_level,
+                        consumer_timeout_ms=timeout_ms) as consumer:
         partitions = consumer.partitions_for_topic(topic)
         if not partitions:
             raise CourseError(f"topic {topic!r} does not exist on {bootstrap}. Produce to it (or create it) first.")
@@ -457,8 +450,6 @@ def read_kafka_topic(
         consumer.seek_to_beginning(*tps)
         end = consumer.end_offsets(tps, timeout_ms=timeout_ms)
         return _drain(consumer, tps, end, timeout_s, topic)
-    finally:
-        consumer.close(autocommit=False)
 
 
 def _drain(consumer, tps, end: dict, timeout_s: float, topic: str) -> list[tuple[Any, Decimal]]:

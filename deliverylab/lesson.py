@@ -7,41 +7,13 @@ lesson's streams and starts clean again.
 """
 from __future__ import annotations
 
-import difflib
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import broker
-from .config import TOPIC_PREFIX, CourseError, settings
-
-#: The course's modules in order. A lesson name is a module, the module's lab
-#: (``<module>-lab``), or, for the test-suite, anything starting with ``test-``.
-MODULES = {
-    "00-setup-and-tour": "Setup and tour",
-    "01-three-guarantees": "Three guarantees with a plain consumer",
-    "02-anatomy": "Anatomy of a micro-batch",
-    "03-at-most-once": "At-most-once",
-    "04-at-least-once": "At-least-once and deduplication",
-    "05-exactly-once-sinks": "Exactly-once sinks",
-    "06-kafka-end-to-end": "Kafka end to end",
-    "07-what-breaks": "What breaks exactly-once",
-    "08-capstone": "Capstone: the guarantee matrix, measured",
-}
-
-
-def check_lesson_name(name: str) -> str:
-    if not isinstance(name, str):
-        raise CourseError(f"A lesson name is a string such as '02-anatomy', not {type(name).__name__}.")
-    if name in MODULES or name.startswith("test-"):
-        return name
-    if name.endswith("-lab") and name[: -len("-lab")] in MODULES:
-        return name
-    known = list(MODULES) + [m + "-lab" for m in MODULES]
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    raise CourseError(f"Unknown lesson '{name}'.{hint} Known lessons: {', '.join(MODULES)} (and each with '-lab').")
+from .config import TOPIC_PREFIX, settings
+from .course import check_lesson_name, title
+from .stack import broker, kafka
 
 
 def _rel(path: Path) -> str:
@@ -118,7 +90,7 @@ _current: dict[str, Lesson] = {}
 
 def _stop_kernel_queries() -> None:
     """Stop every streaming query of this kernel's SparkSession (a kernel runs one lesson)."""
-    from . import session
+    from .stack import session
 
     spark = session._session
     if spark is None:
@@ -131,14 +103,8 @@ def _stop_kernel_queries() -> None:
 
 
 def _reset_topics(prefix: str) -> None:
-    names = broker.course_topics(settings().bootstrap, prefix=prefix) or []
-    broker.delete_topics(names)
-    # topic deletion is asynchronous: wait until the names are free again
-    deadline = time.monotonic() + 30
-    while names and time.monotonic() < deadline:
-        if not (broker.course_topics(settings().bootstrap, prefix=prefix) or []):
-            return
-        time.sleep(0.2)
+    bootstrap = settings().bootstrap
+    kafka.delete_topics(bootstrap, kafka.topics(bootstrap, prefix=prefix) or [])
 
 
 def setup(name: str, *, reset: bool = True, quiet: bool = False) -> Lesson:
@@ -158,7 +124,7 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False) -> Lesson:
         (folder / sub).mkdir(parents=True, exist_ok=True)
     _current[name] = lesson
     if not quiet:
-        print(f"lesson    {name}: {MODULES.get(name.removesuffix('-lab'), 'test lesson')}")
+        print(f"lesson    {name}: {title(name)}")
         print(f"learner   {s.learner}")
         print(f"broker    Apache Kafka on {status.bootstrap} ({'answering' if status.answering else 'NOT answering'})")
         print(f"topics    {lesson.topic_prefix}*  ({'emptied' if reset else 'kept'})")
@@ -174,9 +140,9 @@ def reset(all_learners: bool = False, log=print) -> None:
     """
     s = settings()
     prefix = TOPIC_PREFIX if all_learners else s.learner_prefix()
-    if broker.answers(s.bootstrap):
-        names = broker.course_topics(s.bootstrap, prefix=prefix) or []
-        broker.delete_topics(names)
+    if kafka.answers(s.bootstrap):
+        names = kafka.topics(s.bootstrap, prefix=prefix) or []
+        kafka.delete_topics(s.bootstrap, names)
         log(f"deleted {len(names)} course topics ({prefix}*)")
     else:
         log("broker not running: topics left as they are (start it and reset again to delete them)")

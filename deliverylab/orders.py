@@ -51,23 +51,6 @@ def encode(order: dict) -> bytes:
     return json.dumps(order, sort_keys=True, separators=(",", ":")).encode()
 
 
-def ensure_topic(bootstrap: str, topic: str, partitions: int = 2) -> None:
-    """Create the topic if it does not exist (the course's broker does not auto-create topics)."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="deliverylab-admin")
-    try:
-        if topic in admin.list_topics():
-            return
-        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
-    except TopicAlreadyExistsError:
-        pass
-    finally:
-        admin.close()
-
-
 def _progress(done: int, total: int, width: int = 30) -> str:
     filled = int(width * done / total) if total else width
     return f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} orders"
@@ -76,6 +59,8 @@ def _progress(done: int, total: int, width: int = 30) -> str:
 def produce(bootstrap: str, topic: str, orders: list[dict], progress: bool = True) -> int:
     """Write orders to a topic, keyed by order id, waiting until the broker has them all."""
     from kafka import KafkaProducer
+
+    from .stack.kafka import ensure_topic
 
     ensure_topic(bootstrap, topic)
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)

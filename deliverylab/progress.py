@@ -24,12 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from .lesson import MODULES as _LESSON_MODULES
+from . import course
 from .config import settings
+from .course import module_id
 
-#: The course's modules, in teaching order. Notebook names start with one of these.
-#: The course's modules in order (one list for the whole package: lesson.MODULES).
-MODULES: tuple[str, ...] = tuple(_LESSON_MODULES)
+#: The course's modules in teaching order (course.MODULES is the one list).
+MODULES: tuple[str, ...] = tuple(course.MODULES)
 
 #: Share of the quiz a learner needs for the module to count as done.
 QUIZ_PASS_MARK = 0.8
@@ -56,19 +56,6 @@ CREATE TABLE IF NOT EXISTS quiz_attempts (
     recorded_at TEXT NOT NULL
 );
 """
-
-
-def module_id(name: str) -> str:
-    """The course module a notebook or quiz name belongs to.
-
-    ``"01-three-guarantees-lab"`` and ``"01-three-guarantees-lab.ipynb"`` both give
-    ``"01-three-guarantees"``. A name that matches no module is returned unchanged.
-    """
-    stem = name[:-len(".ipynb")] if name.endswith(".ipynb") else name
-    for module in MODULES:
-        if stem == module or stem.startswith(module + "-"):
-            return module
-    return stem
 
 
 def store_path() -> Path:
@@ -183,19 +170,6 @@ class ModuleStatus:
         return lab_ok and quiz_ok
 
 
-def _has_lab(module: str) -> bool:
-    root = settings().root
-    return any(
-        any((root / folder).glob(f"{module}-*lab.ipynb")) for folder in ("labs", "solutions")
-    )
-
-
-def _has_quiz(module: str) -> bool:
-    from .quiz import bank_path  # imported here: quiz imports this module
-
-    return bank_path(module).exists()
-
-
 def status(module: str) -> ModuleStatus:
     """Everything the table shows about one module."""
     module = module_id(module)
@@ -204,8 +178,8 @@ def status(module: str) -> ModuleStatus:
         checks_passed=len(passed_checks(module)),
         lab_complete=lab_complete(module),
         quiz_best=best_quiz(module),
-        has_lab=_has_lab(module),
-        has_quiz=_has_quiz(module),
+        has_lab=course.has_lab(settings().root, module),
+        has_quiz=course.has_quiz(module),
     )
 
 

@@ -33,8 +33,8 @@ from typing import Any
 
 from . import progress
 from .config import CourseError, settings
-
-BANKS_DIR = Path(__file__).resolve().parent / "quizzes"
+from .course import QUIZ_BANKS as BANKS_DIR
+from .course import quiz_bank_path as bank_path
 MIN_QUESTIONS, MAX_QUESTIONS = 4, 6
 MIN_CHOICES, MAX_CHOICES = 2, 6
 QUESTION_FIELDS = ("id", "prompt", "choices", "answer", "explanation")
@@ -65,11 +65,6 @@ class Bank:
                 return question
         ids = ", ".join(q.id for q in self.questions)
         raise CourseError(f"the {self.module} quiz has no question {question_id!r}; its questions are {ids}.")
-
-
-def bank_path(module: str) -> Path:
-    """Where the question bank of a module lives (it may not exist)."""
-    return BANKS_DIR / f"{progress.module_id(module)}.json"
 
 
 def load_bank(module: str) -> Bank:

@@ -5,13 +5,13 @@ import pytest
 @pytest.fixture(scope="session")
 def broker_up():
     """The course's real broker, started if needed (idempotent)."""
-    from deliverylab import broker
+    from deliverylab.stack import broker
 
     return broker.up(log=lambda msg: None)
 
 
 @pytest.fixture(scope="session")
 def spark(broker_up):
-    from deliverylab.session import get_spark
+    from deliverylab.stack.session import get_spark
 
     return get_spark("tests")

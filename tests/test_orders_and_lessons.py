@@ -3,7 +3,7 @@ from decimal import Decimal
 
 import pytest
 
-from deliverylab import lesson, orders, streams
+from deliverylab import course, orders, streams
 from deliverylab.config import CourseError, settings
 
 
@@ -48,12 +48,12 @@ def test_poison_pill_sample_has_good_and_malformed_records():
 
 @pytest.mark.parametrize("name", ["02-anatomy", "01-three-guarantees-lab", "test-anything"])
 def test_known_lesson_names(name):
-    assert lesson.check_lesson_name(name) == name
+    assert course.check_lesson_name(name) == name
 
 
 def test_unknown_lesson_name_suggests_the_closest():
     with pytest.raises(CourseError, match="Did you mean '02-anatomy'"):
-        lesson.check_lesson_name("02-anatomyy")
+        course.check_lesson_name("02-anatomyy")
 
 
 def test_waiting_on_a_dataframe_instead_of_a_query_is_explained():

@@ -1,0 +1,88 @@
+"""The course itself: its modules in order, how notebooks are named, where quizzes live.
+
+One place for what the lessons, labs, quizzes and the progress table must agree on.
+Nothing here starts a broker or imports Spark, so any part of the package can use it.
+
+A notebook is named after its module: ``notebooks/02-anatomy.ipynb`` is the lesson,
+``solutions/02-anatomy-lab.ipynb`` and ``labs/02-anatomy-lab.ipynb`` its lab. A lesson
+name given to ``deliverylab.setup`` is a module, a module's lab (``<module>-lab``), or,
+for the test suite, anything starting with ``test-``.
+"""
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from .config import CourseError
+
+#: The course's modules in teaching order, with their titles.
+MODULES = {
+    "00-setup-and-tour": "Setup and tour",
+    "01-three-guarantees": "Three guarantees with a plain consumer",
+    "02-anatomy": "Anatomy of a micro-batch",
+    "03-at-most-once": "At-most-once",
+    "04-at-least-once": "At-least-once and deduplication",
+    "05-exactly-once-sinks": "Exactly-once sinks",
+    "06-kafka-end-to-end": "Kafka end to end",
+    "07-what-breaks": "What breaks exactly-once",
+    "08-capstone": "Capstone: the guarantee matrix, measured",
+}
+
+LAB_SUFFIX = "-lab"
+TEST_PREFIX = "test-"
+QUIZ_BANKS = Path(__file__).resolve().parent / "quizzes"
+
+
+def module_id(name: str) -> str:
+    """The module a notebook, lab or quiz name belongs to.
+
+    ``"01-three-guarantees-lab"`` and ``"01-three-guarantees-lab.ipynb"`` both give
+    ``"01-three-guarantees"``. A name that matches no module is returned unchanged.
+    """
+    stem = name.removesuffix(".ipynb")
+    for module in MODULES:
+        if stem == module or stem.startswith(module + "-"):
+            return module
+    return stem
+
+
+def title(name: str) -> str:
+    """The title of the module a lesson name belongs to ("test lesson" for test names)."""
+    return MODULES.get(module_id(name), "test lesson")
+
+
+def check_lesson_name(name: str) -> str:
+    """``name`` if ``deliverylab.setup`` accepts it, else a CourseError with the closest match."""
+    if not isinstance(name, str):
+        raise CourseError(f"A lesson name is a string such as '02-anatomy', not {type(name).__name__}.")
+    if name in MODULES or name.startswith(TEST_PREFIX):
+        return name
+    if name.endswith(LAB_SUFFIX) and name.removesuffix(LAB_SUFFIX) in MODULES:
+        return name
+    hint = did_you_mean(name, list(MODULES) + [m + LAB_SUFFIX for m in MODULES])
+    raise CourseError(f"Unknown lesson '{name}'.{hint} Known lessons: {', '.join(MODULES)} (and each with '-lab').")
+
+
+def quiz_bank_path(name: str) -> Path:
+    """Where the quiz of the module ``name`` belongs to lives (the file may not exist)."""
+    return QUIZ_BANKS / f"{module_id(name)}.json"
+
+
+def has_lab(root: Path, module: str) -> bool:
+    """Whether the module has a lab (a solution or a generated lab) in the project at ``root``."""
+    return any((root / folder / f"{module}{LAB_SUFFIX}.ipynb").exists() for folder in ("labs", "solutions"))
+
+
+def has_quiz(module: str) -> bool:
+    return quiz_bank_path(module).exists()
+
+
+def lesson_notebooks(root: Path) -> list[Path]:
+    """The lesson notebooks that exist, in module order."""
+    return [root / "notebooks" / f"{m}.ipynb" for m in MODULES if (root / "notebooks" / f"{m}.ipynb").exists()]
+
+
+def did_you_mean(word: str, choices) -> str:
+    """The hint " Did you mean 'x'?" for the closest of ``choices``, or "" (one wording everywhere)."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""

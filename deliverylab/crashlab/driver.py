@@ -1,0 +1,197 @@
+"""A crash-lab driver process: ``python -m deliverylab.crashlab.driver <home>``.
+
+It builds its SparkSession (with the crash hook) first, says ``ready``, and then waits
+for an assignment: which pipeline to run from which checkpoint. So the notebook can keep
+one driver booted ahead of need (a *standby*, see drivers.py) and a restart after a crash
+costs the recovery from the checkpoint, not a JVM start. It is still a new process with
+an empty memory: everything it knows about the query comes from the checkpoint.
+
+Once assigned, it holds the pipeline's lock (one driver per checkpoint), reports every
+micro-batch to the pipeline's progress file, and runs until it is asked to stop, its
+query fails, it is killed, or the notebook process that started it goes away. The files
+it uses are named in files.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from . import crashpoints, files, sinks, variants
+from ..stack import processes
+
+#: Error text kept for the notebook: the message and its causes, without JVM stack frames.
+ERROR_CHARS = 4000
+#: A standby nobody assigns work to ends after this long, giving its memory back.
+STANDBY_IDLE_S = 20 * 60
+POLL_S = 0.05
+
+
+def short_error(text: str, max_lines: int = 40) -> str:
+    """An error's text without stack frames, code lines or query plans, so its last lines say what went wrong."""
+    text = str(text).split("=== Streaming Query ===")[0]  # Spark appends the query's plan
+    kept = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if (not stripped or line.startswith("    ")  # Python traceback code lines
+                or stripped.startswith(("at ", "... ", 'File "', "Suppressed:", "JVM stacktrace:",
+                                        "Traceback (most recent call last)"))
+                or set(stripped) <= set("^~ ")):
+            continue
+        kept.append(line.rstrip())
+    return "\n".join(kept[-max_lines:])[-ERROR_CHARS:]
+
+
+def write_error(home: files.DriverHome, text: str) -> None:
+    home.error.write_text(short_error(text) + "\n")
+
+
+def _progress_record(run: int, p: dict) -> dict:
+    """One micro-batch of a StreamingQueryProgress, as the notebook reads it back."""
+    source = (p.get("sources") or [{}])[0]
+    state = p.get("stateOperators") or []
+    return {
+        "event": "progress", "run": run, "batch": p["batchId"], "rows": p.get("numInputRows", 0),
+        "start_offset": source.get("startOffset"), "end_offset": source.get("endOffset"),
+        "ms": (p.get("durationMs") or {}).get("triggerExecution"), "durations": p.get("durationMs"),
+        "state_rows": sum(op.get("numRowsTotal", 0) for op in state) if state else None,
+        "state_dropped": sum(op.get("numRowsDroppedByWatermark", 0) for op in state) if state else None,
+        "watermark": (p.get("eventTime") or {}).get("watermark"), "timestamp": p.get("timestamp"),
+    }
+
+
+def _warm_up(spark, scratch: Path) -> None:
+    """Run the code paths a recovering query needs once, on throw-away data in ``scratch``.
+
+    A JVM's first Delta commit, Parquet write and streaming batch take seconds of class
+    loading and compiling. A standby pays that before it is needed, so a restart costs the
+    recovery from the checkpoint only. Nothing here touches a pipeline's checkpoint or sink.
+    """
+    import shutil
+
+    rows = spark.range(4).selectExpr("CAST(id AS STRING) AS order_id", "CAST(id AS DECIMAL(10,2)) AS amount")
+    rows.write.format("delta").mode("append").save(str(scratch / "delta"))
+    rows.write.mode("append").parquet(str(scratch / "parquet"))
+    spark.read.format("delta").load(str(scratch / "delta")).count()
+    stream = (spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+              .selectExpr("CAST(value AS STRING) AS order_id", "CAST(value AS DECIMAL(10,2)) AS amount"))
+    query = (stream.writeStream.format("delta").option("checkpointLocation", str(scratch / "checkpoint"))
+             .trigger(availableNow=True).start(str(scratch / "stream")))
+    query.awaitTermination()
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _wait_for_assignment(home: files.DriverHome, watch: processes.ParentWatch) -> dict | None:
+    deadline = time.monotonic() + STANDBY_IDLE_S
+    while time.monotonic() < deadline and not watch.gone():
+        spec = home.read_assignment()
+        if spec is not None:
+            return spec
+        time.sleep(POLL_S)
+    return None
+
+
+def _dump_memory_table(spark, home: files.DriverHome, table: str) -> None:
+    """Answer a dump request: the rows an in-memory sink holds right now, as JSON lines."""
+    rows = spark.sql(f"SELECT order_id, CAST(amount AS STRING) AS amount FROM {table}").collect()
+    files.write_atomically(home.dump, "".join(json.dumps({"order_id": r[0], "amount": r[1]}) + "\n" for r in rows))
+    home.dump_request.unlink(missing_ok=True)
+
+
+def run(home: files.DriverHome, watch: processes.ParentWatch) -> int:
+    # set before Spark starts, so the JVM (and executors, through spark.executorEnv) see them
+    os.environ[crashpoints.DRIVER_PID_ENV] = str(os.getpid())
+    os.environ[crashpoints.CRASH_FILE_ENV] = str(home.crash)
+
+    from ..stack.session import get_spark
+
+    spark = get_spark("crashlab-driver", extra_conf=crashpoints.hook_conf(home.crash, os.getpid()), log=home.log)
+    # the mid-write trap (Java, in the crash hook jar): a filter that keeps every row
+    spark._jvm.deliverylab.crashhook.MidWriteGate.register(spark._jsparkSession)
+    if home.read_assignment() is None:  # a standby: nobody waits for it yet
+        _warm_up(spark, home.path / "warm-up")
+    files.write_atomically(home.ready, f"{os.getpid()}\n")
+
+    spec = _wait_for_assignment(home, watch)
+    if spec is None:
+        return 0
+    folder = files.PipelineFolder(Path(spec["folder"]))
+    try:
+        with files.hold_lock(folder):
+            return _run_query(spark, home, watch, spec, folder)
+    except files.LockHeld as held:
+        write_error(home, f"Another driver (pid {held.args[0]}) is running pipeline {spec['name']!r} "
+                          "on the same checkpoint, so this one did not start.")
+        return 3
+
+
+def _run_query(spark, home: files.DriverHome, watch: processes.ParentWatch, spec: dict,
+               folder: files.PipelineFolder) -> int:
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class Progress(StreamingQueryListener):
+        def onQueryStarted(self, event):
+            processes.append_jsonl(folder.progress, {"event": "started", "run": spec["run"], "id": str(event.id)})
+
+        def onQueryProgress(self, event):
+            processes.append_jsonl(folder.progress, _progress_record(spec["run"], json.loads(event.progress.json)))
+
+        def onQueryIdle(self, event):
+            pass
+
+        def onQueryTerminated(self, event):
+            pass
+
+    listener = Progress()
+    spark.streams.addListener(listener)
+    variant = variants.variant(spec["variant"])
+    out = variants.Outputs(sink=spec["sink"], checkpoint=spec["checkpoint"], bootstrap=spec["bootstrap"],
+                           app_id=spec["app_id"])
+    sinks.sink(variant.sink_kind, spec["sink"], spec["bootstrap"]).prepare(spark, table_first=variant.table_first)
+    orders = variants.read_orders(spark, spec["bootstrap"], spec["topic"], starting_offsets=variant.starting_offsets,
+                                  max_per_batch=spec.get("max_per_batch"))
+    orders = orders.filter(F.call_function(crashpoints.MID_WRITE_GATE, F.col("order_id")))
+    query = variant.start(orders, out)
+    try:
+        while True:
+            if home.stop.exists() or watch.gone():
+                # Remove the listener first: otherwise Spark delivers onQueryTerminated to a
+                # Python process that is already exiting, and logs a py4j error for it.
+                spark.streams.removeListener(listener)
+                query.stop()
+                return 0
+            if home.dump_request.exists():
+                _dump_memory_table(spark, home, home.dump_request.read_text().strip())
+            if not query.isActive:
+                error = query.exception()
+                if error is not None:
+                    write_error(home, str(error))
+                    return 1
+                return 0
+            time.sleep(POLL_S * 2)
+    finally:
+        try:
+            spark.streams.removeListener(listener)
+        except Exception:  # noqa: BLE001 - already removed, or the JVM is gone
+            pass
+
+
+def main(argv: list[str]) -> int:
+    args, parent = processes.parent_pid_from(argv)
+    home = files.DriverHome(Path(args[0]))
+    try:
+        code = run(home, processes.ParentWatch(parent))
+    except Exception as exc:  # noqa: BLE001 - the notebook shows these lines as the driver's status
+        traceback.print_exc()  # the whole story goes to driver.log
+        write_error(home, "".join(traceback.format_exception_only(type(exc), exc)))
+        code = 1
+    sys.stdout.flush()
+    return code
+
+
+if __name__ == "__main__":
+    os._exit(main(sys.argv[1:]))  # skip interpreter teardown: Spark's threads have nothing left to do

@@ -1,0 +1,163 @@
+"""Driver processes seen from the notebook, and the standby that makes restarts quick.
+
+Starting a driver means starting Python, a JVM and a SparkSession: about 8 s on two
+cores, and far more on a real cluster. A crash lab that restarts drivers dozens of times
+would spend most of its time there, so the notebook keeps one driver *booted ahead of
+need*: a standby that has its SparkSession but no query. When a pipeline starts or
+restarts, it takes the standby (a brand-new process, with nothing in memory from the
+crashed one) and gives it the pipeline to run; recovery from the checkpoint is all that
+is left to do. A new standby starts booting at once, for the next time.
+
+Standbys live under ``.state/drivers/<notebook pid>/`` and end by themselves when the
+notebook process that started them goes away, or after 20 idle minutes.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from ..config import settings
+from ..stack import processes
+from .files import DriverHome
+
+STOP_TIMEOUT_S = 60
+
+
+class Driver:
+    """One driver process: its home folder and the process itself."""
+
+    def __init__(self, home: DriverHome, proc: subprocess.Popen):
+        self.home = home
+        self.proc = proc
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    @property
+    def warm(self) -> bool:
+        """Has it built its SparkSession (so a query can start at once)?"""
+        return self.home.ready.exists()
+
+    def assign(self, spec: dict) -> None:
+        self.home.assign(spec)
+
+    def kill(self) -> None:
+        """SIGKILL the driver and its JVM at once, wherever they are."""
+        processes.kill_group(self.pid)
+        self.proc.wait()
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Ask the driver to stop its query cleanly; kill it if it does not within ``timeout_s``."""
+        if not self.running:
+            return
+        self.home.stop.touch()
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def error_tail(self, lines: int = 8) -> str:
+        """The last lines of the driver's error (or of its log when it left no error)."""
+        root = f"{settings().root}/"
+        for f in (self.home.error, self.home.log):
+            if f.exists() and f.stat().st_size:
+                text = [ln.replace(root, "") for ln in f.read_text(errors="replace").splitlines() if ln.strip()]
+                return "\n".join(text[-lines:])
+        return "(no error recorded)"
+
+
+class DriverPool:
+    """Hands out driver processes, keeping ``standby`` of them booted ahead of need."""
+
+    def __init__(self, root: Path, standby: int = 1):
+        self.root = root
+        self.standby = standby
+        self._ready: list[Driver] = []
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()  # the chaos tests crash two pipelines from two threads
+
+    def _spawn(self) -> Driver:
+        self.root.mkdir(parents=True, exist_ok=True)
+        # a new folder every time, never shared: two drivers reading one assignment would
+        # both try to run it
+        home = DriverHome(Path(tempfile.mkdtemp(prefix=f"d{next(self._numbers):03d}-", dir=self.root)))
+        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log,
+                               env={"JAVA_TOOL_OPTIONS": _java_options()})
+        return Driver(home, proc)
+
+    def take(self) -> Driver:
+        """A driver for a pipeline run: the warmest standby, else a new process. Then refill."""
+        with self._lock:
+            self._ready = [d for d in self._ready if d.running]  # forget standbys that ended
+            self._ready.sort(key=lambda d: not d.warm)
+            driver = self._ready.pop(0) if self._ready else self._spawn()
+            self._fill()
+        return driver
+
+    def fill(self, standby: int | None = None) -> None:
+        """Start standbys until ``standby`` (default: the pool's number) are booting or waiting."""
+        with self._lock:
+            if standby is not None:
+                self.standby = standby
+            self._fill()
+
+    def _fill(self) -> None:
+        self._ready = [d for d in self._ready if d.running]
+        while len(self._ready) < self.standby:
+            self._ready.append(self._spawn())
+
+    def shutdown(self) -> None:
+        with self._lock:
+            for driver in self._ready:
+                driver.kill()
+            self._ready.clear()
+
+
+#: A driver's JVM lives for a few small batches: the quick JIT tier starts it faster.
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def _java_options() -> str:
+    return f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {DRIVER_JAVA_OPTIONS}".strip()
+
+
+_pool: DriverPool | None = None
+_pool_lock = threading.Lock()
+
+
+def pool() -> DriverPool:
+    """This process's pool (one per notebook kernel). Leftover homes of ended notebooks are removed."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            base = settings().state / "drivers"
+            _remove_homes_of_ended_processes(base)
+            _pool = DriverPool(base / str(os.getpid()))
+    return _pool
+
+
+def warm_up(standby: int = 1) -> None:
+    """Start booting ``standby`` drivers now, so the next pipeline starts (or restarts) quickly."""
+    pool().fill(standby)
+
+
+def _remove_homes_of_ended_processes(base: Path) -> None:
+    if not base.is_dir():
+        return
+    for folder in base.iterdir():
+        if folder.name.isdigit() and not processes.alive(int(folder.name)):
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,148 @@
+"""A crash panel for one pipeline: pick a crash point, crash the driver, restart it, look.
+
+    panel = CrashPanel(pipe); panel             # the widgets
+    panel.crash("after_sink_write")             # what the "Crash driver" button does
+    panel.restart(); pipe.drain()               # what the "Restart" button does
+    panel.before_after()                        # checkpoint (and Delta log) at the crash vs now
+
+The buttons call the same methods as the Python lines, so a notebook that runs top to
+bottom and a learner who clicks do the same thing. Nothing runs in the background: the
+status line is computed when an action ends or when ``panel.refresh()`` is called.
+"""
+from __future__ import annotations
+
+from .. import inspector
+from ..config import CourseError
+from . import crashpoints
+
+
+def show_inspector(pipe) -> inspector.TextBlock:
+    """The pipeline's checkpoint table (offsets/N, commits/N) and, for a Delta sink, its log.
+
+    Also one line on data files that no commit published, when there are any.
+    """
+    parts = [f"checkpoint  {pipe.lesson.show_path(pipe.checkpoint)}", str(inspector.format_checkpoint(pipe.checkpoint))]
+    log = pipe.output.log_view()
+    if log is not None:
+        parts += ["", f"{log[0]:<11} {pipe.lesson.show_path(pipe.sink)}", log[1]]
+    files = pipe.sink_files()
+    if files["leftovers"]:
+        shown = ", ".join(files["leftovers"][:3]) + (" ..." if len(files["leftovers"]) > 3 else "")
+        parts += ["", f"leftovers   {len(files['leftovers'])} file(s) {files['note']}: {shown}"]
+    return inspector.TextBlock("\n".join(parts))
+
+
+class CrashPanel:
+    """Widgets to crash and restart one ``crashlab.Pipeline``, with Python twins for each button."""
+
+    def __init__(self, pipe, point: str = "after_sink_write", count_rows: bool = True, orders: int = 500):
+        import ipywidgets as w
+
+        crashpoints.check_point(point, allow_now=True)
+        self.pipe = pipe
+        self.count_rows = count_rows
+        self.orders = orders
+        self.messages: list[str] = []
+        self.snapshot_at_crash: str | None = None
+        self.point = w.Dropdown(options=[*crashpoints.CRASH_POINTS, crashpoints.CRASH_NOW], value=point,
+                                description="crash at", style={"description_width": "initial"})
+        self.crash_button = w.Button(description="Crash driver", button_style="danger", icon="bolt")
+        self.restart_button = w.Button(description="Restart", button_style="success", icon="play")
+        self.refresh_button = w.Button(description="Refresh", icon="refresh")
+        self.status = w.HTML()
+        self.output = w.Output(layout={"border": "1px solid #ddd", "min_height": "2em"})
+        self.crash_button.on_click(lambda _: self._guarded(self.crash))
+        self.restart_button.on_click(lambda _: self._guarded(self.restart))
+        self.refresh_button.on_click(lambda _: self._guarded(self.refresh))
+        self.widget = w.VBox([w.HBox([self.point, self.crash_button, self.restart_button, self.refresh_button]),
+                              self.status, self.output])
+        self.refresh()
+
+    # ---- the Python twins of the buttons ----------------------------------------
+    def crash(self, point: str | None = None):
+        """Crash the driver at ``point`` (default: the dropdown's choice). Returns the crashlab.Crash."""
+        point = crashpoints.check_point(point or self.point.value, allow_now=True)
+        self.point.value = point
+        with self._busy():
+            crash = self.pipe.crash(point, orders=self.orders)
+            self.snapshot_at_crash = str(show_inspector(self.pipe))
+            self.say(crash.line())
+            self.say(inspector.restart_note(inspector.checkpoint_table(self.pipe.checkpoint)))
+        self.refresh()
+        return crash
+
+    def restart(self):
+        """Restart the driver from its checkpoint. Returns the pipeline."""
+        with self._busy():
+            self.pipe.restart()
+            self.say(f"restarted: run {self.pipe.starts} of {self.pipe.name}")
+        self.refresh()
+        return self.pipe
+
+    def refresh(self) -> str:
+        """Recompute the status line (and the rows in the sink, if counted). Returns it."""
+        line = self.pipe.status_line(rows=self._rows_countable())
+        first, _, rest = line.partition("\n")
+        colour = "#009E73" if "running" in first else "#D55E00" if ("crashed" in first or "failed" in first) else "#555"
+        html = f"<b style='color:{colour}'>{_escape(first)}</b>"
+        if rest:
+            html += f"<pre style='margin:0;color:#D55E00'>{_escape(rest)}</pre>"
+        self.status.value = html
+        return line
+
+    def show_inspector(self):
+        """The checkpoint (and Delta log) as they are now."""
+        return show_inspector(self.pipe)
+
+    def before_after(self, side_by_side: bool = False):
+        """The inspector view right after the last crash next to the view now (after restart and drain)."""
+        if self.snapshot_at_crash is None:
+            raise CourseError("No crash yet: crash the driver first (panel.crash(...)), then restart and drain it.")
+        return inspector.show_before_after(self.snapshot_at_crash, str(show_inspector(self.pipe)), side_by_side)
+
+    # ---- helpers -------------------------------------------------------------------
+    def say(self, text: str) -> None:
+        """Add a line to the panel's message area."""
+        self.messages.append(text)
+        self.output.append_stdout(text + "\n")
+
+    def _rows_countable(self) -> bool:
+        # Reading a Parquet or Delta sink needs Spark; count only once the sink exists.
+        return self.count_rows and (self.pipe.output.reads_without_spark or self.pipe.output.exists())
+
+    def _guarded(self, action) -> None:
+        """Run a button's action; a CourseError becomes a message instead of a traceback."""
+        try:
+            action()
+        except CourseError as err:
+            self.say(f"error: {err}")
+            self.refresh()
+
+    class _Busy:
+        def __init__(self, panel):
+            self.panel = panel
+
+        def __enter__(self):
+            for b in (self.panel.crash_button, self.panel.restart_button, self.panel.refresh_button):
+                b.disabled = True
+
+        def __exit__(self, *exc):
+            for b in (self.panel.crash_button, self.panel.restart_button, self.panel.refresh_button):
+                b.disabled = False
+            return False
+
+    def _busy(self):
+        return self._Busy(self)
+
+    # ---- notebook display -------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"<CrashPanel {self.pipe.name}: {self.refresh().splitlines()[0]}>"
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text)

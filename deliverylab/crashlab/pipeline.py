@@ -1,0 +1,289 @@
+"""Run a pipeline in its own driver process, crash it at a named moment, restart it, count.
+
+    pipe = crashlab.Pipeline(lesson, "at_least_once").start()
+    pipe.produce(1000); pipe.drain()
+    pipe.crash("after_sink_write")        # sends fresh orders so a batch runs, and dies there
+    pipe.restart(); pipe.drain()
+    print(pipe.ledger().verdict_line())
+
+Every start and restart is a new driver process (see drivers.py), in a process group of
+its own: a crash SIGKILLs the Python driver and its JVM together, a process crash (the
+machine and its page cache live on), while the notebook keeps running. The pipeline
+remembers every order it produced, so the ledger can reconcile what went into Kafka with
+what reached the sink.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..config import CourseError
+from ..stack import kafka, processes
+from . import crashpoints, drivers, sinks, variants
+from .files import PipelineFolder
+from .record import PipelineRecord
+
+READY_TIMEOUT_S = 90
+CRASH_TIMEOUT_S = 120
+DRAIN_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class Crash:
+    """What happened at one crash: where, in which batch of which run, and how the driver died."""
+    point: str
+    batch: int | None
+    returncode: int
+    run: int = 0
+
+    @property
+    def by_sigkill(self) -> bool:
+        return processes.killed_by_sigkill(self.returncode)
+
+    @property
+    def replayed(self) -> bool:
+        """Did the crash leave batch N planned but uncommitted, so a restart runs it again?"""
+        return self.point in crashpoints.REPLAYED_POINTS
+
+    def line(self) -> str:
+        how = "SIGKILL" if self.by_sigkill else f"exit code {self.returncode}"
+        if self.point == crashpoints.CRASH_NOW:
+            where = f"while batch {self.batch} was in flight" if self.batch is not None else "between batches"
+            return f"driver killed at a random moment ('now'), {where} ({how})"
+        return f"driver killed at {self.point} in batch {self.batch} ({how})"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "by_sigkill": self.by_sigkill}
+
+
+class Pipeline(PipelineRecord):
+    """One pipeline variant of a lesson, with its topic, sink, checkpoint and driver process."""
+
+    def __init__(self, lesson, variant: str, name: str | None = None, topic: str | None = None,
+                 max_per_batch: int | None = 500, seed: int = 7):
+        self.lesson = lesson
+        self.variant = variants.variant(variant)
+        self.name = name or variant
+        # a topic per pipeline: each numbers its orders from 0, so two must never share one
+        self.topic = lesson.topic(topic or f"{self.name}-orders")
+        self.max_per_batch = max_per_batch
+        self.seed = seed
+        self.folder = PipelineFolder(Path(lesson.path("pipelines", self.name)))
+        self.run_dir = self.folder.path
+        self.sink_kind = self.variant.sink_kind
+        sink_class = sinks.SINKS[self.sink_kind]
+        self.sink = sink_class.location_for(lesson, self.name)
+        self.output = sink_class(self.sink, lesson.bootstrap)
+        self.checkpoint_root = lesson.checkpoint(self.name)
+        self.produced: list[dict] = []
+        self.crashes: list[Crash] = []
+        self.starts = 0
+        self.driver: drivers.Driver | None = None
+        self._new_query = False
+        self._started_at = 0.0
+        self._listeners: list = []
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        lesson.track(self)
+        lesson.on_cleanup(self.stop)
+
+    def __repr__(self) -> str:
+        return f"<Pipeline {self.status_line()}>"
+
+    # ---- process control ---------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.driver is not None and self.driver.running
+
+    @property
+    def isActive(self) -> bool:  # so lesson.cleanup() treats it like a query
+        return self.running
+
+    @property
+    def pid(self) -> int | None:
+        return self.driver.pid if self.driver is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.driver is None else self.driver.returncode
+
+    def on_change(self, callback) -> None:
+        """Call ``callback()`` after every start, crash and stop (the crash panel refreshes itself)."""
+        self._listeners.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._listeners:
+            callback()
+
+    def _refuse_second_driver(self) -> None:
+        holder = self.folder.holder()
+        if holder is not None:
+            raise CourseError(
+                f"Pipeline {self.name!r} is already running in this lesson (driver pid {holder}), started by "
+                "another Pipeline object, perhaps by running its cell twice. Two drivers must never share one "
+                f"checkpoint. Stop it first: lesson.cleanup() stops every pipeline of the lesson (or call "
+                f".stop() on the Pipeline you created first), then create this one again.")
+
+    def start(self, wait: bool = True) -> "Pipeline":
+        """Start a driver on the pipeline; with ``wait``, return once its query runs and has fixed its start offsets."""
+        if self.running:
+            raise CourseError(f"Pipeline {self.name!r} is already running (pid {self.pid}). "
+                              "Crash it or call .stop() before starting it again.")
+        self._refuse_second_driver()
+        kafka.ensure_topic(self.lesson.bootstrap, self.topic)
+        self.starts += 1
+        spec = {
+            "name": self.name, "variant": self.variant.name, "run": self.starts, "topic": self.topic,
+            "bootstrap": self.lesson.bootstrap, "sink": self.sink, "checkpoint": self.checkpoint,
+            "app_id": f"{self.lesson.topic_prefix}{self.name}", "max_per_batch": self.max_per_batch,
+            "folder": str(self.run_dir),
+        }
+        # a new query's first batch (batch 0) always runs, even with no data; see _wait_ready
+        self._new_query = not (Path(self.checkpoint) / "offsets").exists()
+        self._started_at = time.time()
+        self.driver = drivers.pool().take()
+        self.driver.assign(spec)
+        processes.append_jsonl(self.folder.runs, {"run": self.starts, "pid": self.driver.pid,
+                                                  "home": str(self.driver.home.path)})
+        if wait:
+            self._wait_ready()
+        self._changed()
+        return self
+
+    def restart(self, wait: bool = True) -> "Pipeline":
+        """Start again after a crash or a stop, from the same checkpoint (at-most-once: a new one)."""
+        if self.running:
+            raise CourseError(f"Pipeline {self.name!r} is running; there is nothing to restart. "
+                              "Crash it first (e.g. .crash('after_sink_write')) or .stop() it.")
+        if self.starts == 0:
+            raise CourseError(f"Pipeline {self.name!r} was never started; call .start() first.")
+        return self.start(wait=wait)
+
+    def _wait_ready(self) -> None:
+        """Wait for this run's query to start and for its source to have fixed where it starts.
+
+        A new query (an empty checkpoint) is ready once its batch 0 is committed: before that,
+        the id of the next batch is not settled, and a crash armed for it could land on the
+        empty batch 0 instead of the batch that carries the next orders.
+        """
+        ready_marker = Path(self.checkpoint) / ("commits/0" if self._new_query else "sources/0/0")
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            self._raise_if_failed()
+            if not self.running:
+                raise CourseError(f"Pipeline {self.name!r} died while starting (exit {self.returncode}).")
+            if self.progress(run=self.starts) or (ready_marker.exists() and self._events("started", run=self.starts)):
+                return
+            time.sleep(0.05)
+        raise CourseError(f"Pipeline {self.name!r} did not start within {READY_TIMEOUT_S} s. "
+                          f"Its log: {self.lesson.show_path(self.driver.home.log)}")
+
+    def _raise_if_failed(self) -> None:
+        code = self.returncode
+        if code is None or code == 0 or processes.killed_by_sigkill(code):
+            return
+        raise CourseError(f"Pipeline {self.name!r} stopped with an error (exit {code}):\n" + self.error_tail())
+
+    def error_tail(self, lines: int = 8) -> str:
+        """The last lines of the driver's error (or of its log when it left no error)."""
+        return self.driver.error_tail(lines) if self.driver is not None else "(never started)"
+
+    def stop(self) -> None:
+        """Ask the driver to stop its query cleanly, and wait for it."""
+        if self.running:
+            self.driver.stop()
+            self._changed()
+
+    # ---- data ----------------------------------------------------------------
+    def produce(self, n: int, progress: bool = False) -> list[dict]:
+        """Write the next ``n`` orders (numbered after those already produced) to the pipeline's topic."""
+        from ..orders import produce_orders
+
+        orders = produce_orders(self.lesson.bootstrap, self.topic, n, seed=self.seed,
+                                start=len(self.produced), progress=progress)
+        self.produced.extend(orders)
+        return orders
+
+    def _wait_for_progress_record(self, grace_s: float = 5.0) -> None:
+        """commits/N is written a moment before the listener records batch N's progress; wait
+        (briefly) for that record so batches() is complete when drain() returns. A batch whose
+        driver died right after its commit never gets one, hence the bounded wait."""
+        _, commits = self.batch_ids()
+        if not commits:
+            return
+        last = max(commits)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if any(e["batch"] == last for e in self.progress(run=self.starts)):
+                return
+            if any(e["batch"] == last for e in self.progress()) and not self._new_run_batch(last):
+                return
+            time.sleep(0.05)
+
+    def _new_run_batch(self, batch: int) -> bool:
+        """Whether ``batch`` was (re)planned by the current run (its offsets file is newer than the start)."""
+        f = Path(self.checkpoint) / "offsets" / str(batch)
+        return f.exists() and f.stat().st_mtime >= self._started_at
+
+    def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+        """Wait until the running driver has committed batches covering everything in its topic so far."""
+        target = kafka.end_offsets(self.lesson.bootstrap, self.topic)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self._raise_if_failed()
+            if not self.running:
+                raise CourseError(f"Pipeline {self.name!r} is not running, so it cannot drain. "
+                                  "Restart it first (.restart()).")
+            done = self.committed_offsets()
+            if all(done.get(p, -1) >= off for p, off in target.items()):
+                self._wait_for_progress_record()
+                return
+            time.sleep(0.05)
+        raise CourseError(f"Pipeline {self.name!r} did not catch up with its topic within {timeout_s:.0f} s.")
+
+    # ---- crashes -------------------------------------------------------------
+    def arm(self, point: str, batch: int | None = None) -> None:
+        """Arm a crash at ``point`` for batch ``batch`` (None: the next batch to get there)."""
+        if not self.running:
+            raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before arming a crash.")
+        crashpoints.arm(self.driver.home.crash, point, batch)
+
+    def crash(self, point: str, batch: int | None = None, orders: int = 500) -> Crash:
+        """Crash the driver at ``point`` and return what happened.
+
+        The crash is armed for ``batch`` (None: the next batch that reaches the point),
+        then ``orders`` fresh orders are produced so that a batch runs, and the call waits
+        for the driver to die. ``point="now"`` kills the driver and its JVM at once,
+        wherever they are; its ``batch`` is the batch left planned but uncommitted, if any.
+        """
+        crashpoints.check_point(point, allow_now=True)
+        if not self.running:
+            raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before crashing it.")
+        if point == crashpoints.CRASH_NOW:
+            self.driver.kill()
+            offsets, commits = self.batch_ids()
+            open_batches = sorted(offsets - commits)
+            crash = Crash(point, open_batches[-1] if open_batches else None, self.returncode, self.starts)
+        else:
+            self.arm(point, batch)
+            if orders:
+                self.produce(orders)
+            crash = self.wait_for_crash(point)
+        self.crashes.append(crash)
+        self._changed()
+        return crash
+
+    def wait_for_crash(self, point: str = "", timeout_s: float = CRASH_TIMEOUT_S) -> Crash:
+        """Wait for the armed crash to fire; a CourseError if it does not within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.running:
+            crashpoints.disarm(self.driver.home.crash)
+            raise CourseError(f"No batch reached {point or 'the armed point'} within {timeout_s:.0f} s, so the "
+                              "driver is still running and the crash was disarmed. Produce some orders and try again.")
+        fired = crashpoints.fired(self.driver.home.crash)
+        if fired is None:
+            self._raise_if_failed()
+            raise CourseError(f"Pipeline {self.name!r} exited ({self.returncode}) without the crash firing.")
+        return Crash(fired[0], fired[1], self.returncode, self.starts)

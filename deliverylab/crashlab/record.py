@@ -1,0 +1,143 @@
+"""What a pipeline did and what it left: its checkpoint, its batches, its sink, its status.
+
+The reading half of a crash-lab pipeline (``Pipeline`` in pipeline.py adds the driver
+process: start, crash, restart, drain). Everything here is read back from files: the
+checkpoint, the progress events the drivers recorded, and the sink itself.
+"""
+from __future__ import annotations
+
+import json
+
+from .. import checkpoint
+from ..config import CourseError
+from ..stack import kafka, processes
+from . import attempts
+
+
+class PipelineRecord:
+    """Set up by ``Pipeline.__init__``: lesson, variant, name, topic, folder, sink, output,
+    checkpoint_root, produced, crashes, starts, driver."""
+
+    # ---- where things are --------------------------------------------------
+    def checkpoint_of(self, run: int) -> str:
+        """The checkpoint run number ``run`` used (at-most-once takes a new one at every start)."""
+        if self.variant.fresh_checkpoint_each_start:
+            return f"{self.checkpoint_root}/start-{max(run, 1)}"
+        return self.checkpoint_root
+
+    @property
+    def checkpoint(self) -> str:
+        """The current checkpoint."""
+        return self.checkpoint_of(self.starts)
+
+    def _events(self, kind: str, run: int | None = None) -> list[dict]:
+        return [e for e in processes.read_jsonl(self.folder.progress)
+                if e.get("event") == kind and (run is None or e.get("run") == run)]
+
+    def progress(self, run: int | None = None) -> list[dict]:
+        """The progress records (one per micro-batch) of one run, or of every run."""
+        return self._events("progress", run)
+
+    def committed_offsets(self) -> dict[int, int]:
+        """Kafka partition -> offset up to which the current checkpoint has finished its batches."""
+        return checkpoint.done_offsets(self.checkpoint, self.topic)
+
+    # ---- batches -------------------------------------------------------------
+    def batch_ids(self, run: int | None = None) -> tuple[set[int], set[int]]:
+        """Batch ids with an offsets file and with a commits file in a run's checkpoint (default: current)."""
+        return checkpoint.batch_ids(self.checkpoint_of(self.starts if run is None else run))
+
+    def next_batch_id(self) -> int:
+        """The id the current checkpoint gives the next new batch."""
+        return checkpoint.next_batch_id(self.checkpoint)
+
+    def batch_range(self, batch: int, run: int | None = None) -> dict[int, tuple[int, int]]:
+        """Kafka partition -> (start, end) offsets of one planned batch, read from the checkpoint."""
+        ckpt = self.checkpoint_of(self.starts if run is None else run)
+        found = checkpoint.batch_range(ckpt, batch, self.topic)
+        if found is None:
+            raise CourseError(f"batch {batch} has no offsets file in {self.lesson.show_path(ckpt)}.")
+        return found
+
+    def batch_rows(self, batch: int, run: int | None = None) -> int:
+        """How many records a planned batch covers (from its offset range)."""
+        return sum(e - s for s, e in self.batch_range(batch, run).values())
+
+    def batch_orders(self, batch: int, run: int | None = None) -> list[str]:
+        """The order ids a planned batch covers, read back from Kafka through its offset range."""
+        records = kafka.read_range(self.lesson.bootstrap, self.topic, self.batch_range(batch, run))
+        return sorted(json.loads(r.value)["order_id"] for r in records)
+
+    def batches(self) -> list[dict]:
+        """Every attempt of a micro-batch that processed rows, over every run (see attempts.py)."""
+        def rows_of(batch: int, run: int) -> int:
+            try:
+                return self.batch_rows(batch, run)
+            except CourseError:
+                return 0
+
+        progress = {run: self.progress(run=run) for run in range(1, self.starts + 1)}
+        crashes = [(c.run, c.batch, c.point) for c in self.crashes if c.batch is not None]
+        return attempts.batch_attempts(self.starts, progress, crashes, self.checkpoint_of, rows_of,
+                                       self.variant.fresh_checkpoint_each_start)
+
+    def crash_marks(self) -> list[dict]:
+        """The crashes as ``{"batch_id", "point"}`` for charts.batch_timeline (crashes with a batch)."""
+        return [{"batch_id": c.batch, "point": c.point} for c in self.crashes if c.batch is not None]
+
+    # ---- what reached the sink ----------------------------------------------
+    def delivered(self, spark=None) -> list[tuple]:
+        """(order_id, amount) of every row in the sink, duplicates included, as its readers see it."""
+        return self.output.rows(spark)
+
+    def ledger(self, spark=None):
+        """Reconcile every produced order with the sink: lost, duplicated, revenue, verdict."""
+        from .. import ledger
+
+        return ledger.reconcile(self.produced, self.delivered(spark), label=self.name)
+
+    def sink_files(self) -> dict:
+        """Data files in the sink: those its readers see, and leftovers of attempts that never committed.
+
+        ``{"committed": n, "leftovers": [relative paths], "note": text}`` (see sinks.py).
+        """
+        return self.output.files()
+
+    # ---- status ----------------------------------------------------------------
+    def status(self, rows: bool = False) -> dict:
+        """Running or crashed, last batch id, whether offsets/N and commits/N exist; with ``rows``, rows in the sink."""
+        offsets, commits = self.batch_ids()
+        last = max(offsets) if offsets else None
+        code = self.returncode
+        if self.running:
+            state = "running"
+        elif self.driver is None:
+            state = "not started"
+        elif processes.killed_by_sigkill(code):
+            state = "crashed (SIGKILL)"
+        elif code == 0:
+            state = "stopped"
+        else:
+            state = f"failed (exit {code})"
+        failed = state.startswith("failed")
+        return {
+            "pipeline": self.name, "state": state, "run": self.starts, "last_batch": last,
+            "offsets_written": last is not None, "commit_written": last in commits if last is not None else False,
+            "crashes": len(self.crashes), "last_crash": self.crashes[-1].line() if self.crashes else None,
+            "rows_in_sink": len(self.delivered()) if rows else None,
+            "error": self.error_tail() if failed else None,
+        }
+
+    def status_line(self, rows: bool = False) -> str:
+        """One line (plus the error's last lines if the driver failed), e.g.
+        ``at_least_once: crashed (SIGKILL), last batch 3: offsets/3 written, commits/3 missing``."""
+        st = self.status(rows=rows)
+        if st["last_batch"] is None:
+            line = f"{st['pipeline']}: {st['state']}, no batch yet"
+        else:
+            n = st["last_batch"]
+            line = (f"{st['pipeline']}: {st['state']}, last batch {n}: offsets/{n} written, "
+                    f"commits/{n} {'written' if st['commit_written'] else 'missing'}")
+        if st["rows_in_sink"] is not None:
+            line += f", {st['rows_in_sink']} rows in sink"
+        return line + (f"\n{st['error']}" if st["error"] else "")

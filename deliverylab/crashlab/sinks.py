@@ -1,0 +1,187 @@
+"""Where a crash-lab pipeline writes, one small class per kind of sink.
+
+Each sink knows four things: where it lives for a pipeline of a lesson, what must exist
+before the first batch (``prepare``, run in the driver), the rows its *readers* see
+(``rows``: what the ledger reconciles, duplicates included), and which files on disk no
+reader sees (``files``: leftovers of attempts that never committed).
+
+    kind         what it is                                     readers see
+    parquet      a folder of Parquet files (plain append)        every file in the folder
+    parquet-log  Spark's file sink (a folder + _spark_metadata)  files the log lists
+    delta        a Delta table                                   files a commit added
+    sqlite       a table in a SQLite file                        committed rows
+    kafka        a Kafka topic                                   every record (read_committed)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from .. import checkpoint, deltalog, ledger
+from ..orders import ORDER_SCHEMA
+
+
+class Sink:
+    kind: ClassVar[str] = ""
+    #: Can the notebook read its rows without a SparkSession?
+    reads_without_spark: ClassVar[bool] = False
+
+    def __init__(self, location: str, bootstrap: str):
+        self.location = location
+        self.bootstrap = bootstrap
+
+    @classmethod
+    def location_for(cls, lesson, name: str) -> str:
+        """Where the sink of pipeline ``name`` lives in ``lesson``."""
+        return lesson.table(name)
+
+    def prepare(self, spark, table_first: bool = False) -> None:
+        """In the driver, before the query starts: create what the first batch needs."""
+
+    def exists(self) -> bool:
+        """Is there anything a reader could read yet?"""
+        return Path(self.location).exists()
+
+    def rows(self, spark=None) -> list[tuple]:
+        """``(order_id, amount)`` of every row as the sink's readers see it, duplicates included."""
+        raise NotImplementedError
+
+    def files(self) -> dict:
+        """``{"committed": n, "leftovers": [relative paths], "note": text}`` for the data files on disk."""
+        return {"committed": None, "leftovers": [], "note": ""}
+
+    def log_view(self) -> tuple[str, str] | None:
+        """``(heading, text)`` of the sink's own commit log, for sinks that keep one."""
+        return None
+
+    def _spark(self, spark):
+        from ..stack.session import get_spark
+
+        return spark or get_spark()
+
+    def _parquet_files(self) -> list[str]:
+        folder = Path(self.location)
+        if not folder.is_dir():
+            return []
+        return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.parquet")
+                      if not p.name.startswith(".") and "_delta_log" not in p.parts)
+
+
+class ParquetFolder(Sink):
+    kind = "parquet"
+
+    def exists(self) -> bool:
+        folder = Path(self.location)
+        return folder.is_dir() and any(p.suffix == ".parquet" and not p.name.startswith((".", "_"))
+                                       for p in folder.iterdir())
+
+    def rows(self, spark=None) -> list[tuple]:
+        return ledger.read_parquet(self._spark(spark), self.location) if self.exists() else []
+
+    def files(self) -> dict:
+        data = self._parquet_files()
+        left = [f for f in data if f.startswith("_temporary/")]
+        return {"committed": len(data) - len(left), "leftovers": left,
+                "note": "under _temporary: a write job that never committed" if left else ""}
+
+
+class FileSinkFolder(ParquetFolder):
+    kind = "parquet-log"
+
+    def exists(self) -> bool:
+        return (Path(self.location) / "_spark_metadata").is_dir() or super().exists()
+
+    def files(self) -> dict:
+        data = self._parquet_files()
+        listed = checkpoint.file_sink_files(self.location)
+        left = [f for f in data if f not in listed]
+        return {"committed": len(data) - len(left), "leftovers": left,
+                "note": "not in _spark_metadata: hidden from Spark, visible to a plain folder listing" if left else ""}
+
+
+class DeltaTable(Sink):
+    kind = "delta"
+
+    def prepare(self, spark, table_first: bool = False) -> None:
+        from delta.tables import DeltaTable as Table
+
+        if table_first and not Table.isDeltaTable(spark, self.location):
+            spark.createDataFrame([], ORDER_SCHEMA).write.format("delta").save(self.location)
+
+    def exists(self) -> bool:
+        return (Path(self.location) / "_delta_log").is_dir()
+
+    def rows(self, spark=None) -> list[tuple]:
+        return ledger.read_delta(self._spark(spark), self.location) if self.exists() else []
+
+    def files(self) -> dict:
+        committed = deltalog.committed_files(self.location)
+        left = deltalog.orphan_files(self.location)
+        return {"committed": sum(1 for f in self._parquet_files() if f in committed), "leftovers": left,
+                "note": "in no Delta commit: no Delta reader sees them" if left else ""}
+
+    def log_view(self) -> tuple[str, str] | None:
+        from .. import inspector
+
+        return "delta log", str(inspector.format_delta_log(self.location))
+
+
+class SQLiteTable(Sink):
+    kind = "sqlite"
+    reads_without_spark = True
+    TABLE = "orders"
+
+    @classmethod
+    def location_for(cls, lesson, name: str) -> str:
+        return lesson.path("tables", f"{name}.db")
+
+    def prepare(self, spark, table_first: bool = False) -> None:
+        import sqlite3
+
+        with sqlite3.connect(self.location) as db:
+            db.execute(f"CREATE TABLE IF NOT EXISTS {self.TABLE} (order_id TEXT PRIMARY KEY, customer_id TEXT, "
+                       "amount TEXT, status TEXT, event_time TEXT)")
+
+    def rows(self, spark=None) -> list[tuple]:
+        return ledger.read_sqlite(self.location, self.TABLE) if self.exists() else []
+
+    def files(self) -> dict:
+        journal = Path(f"{self.location}-journal")
+        left = [journal.name] if journal.exists() and journal.stat().st_size else []
+        return {"committed": None, "leftovers": left,
+                "note": "a hot journal is rolled back the next time the database is opened" if left else ""}
+
+
+class KafkaTopic(Sink):
+    kind = "kafka"
+    reads_without_spark = True
+
+    @classmethod
+    def location_for(cls, lesson, name: str) -> str:
+        return lesson.topic(f"{name}-out")
+
+    def prepare(self, spark, table_first: bool = False) -> None:
+        from ..stack.kafka import ensure_topic
+
+        ensure_topic(self.bootstrap, self.location)
+
+    def exists(self) -> bool:
+        return True
+
+    def rows(self, spark=None) -> list[tuple]:
+        from ..stack.kafka import ensure_topic
+
+        ensure_topic(self.bootstrap, self.location)
+        return ledger.read_kafka_topic(self.bootstrap, self.location)
+
+    def files(self) -> dict:
+        return {"committed": None, "leftovers": [], "note": "a Kafka topic keeps every record it was sent"}
+
+
+SINKS: dict[str, type[Sink]] = {cls.kind: cls for cls in (ParquetFolder, FileSinkFolder, DeltaTable, SQLiteTable,
+                                                           KafkaTopic)}
+
+
+def sink(kind: str, location: str, bootstrap: str) -> Sink:
+    """The sink of ``kind`` at ``location``."""
+    return SINKS[kind](location, bootstrap)

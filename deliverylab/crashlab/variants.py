@@ -1,0 +1,166 @@
+"""The orders pipeline, Kafka -> Spark -> a sink, in the variants the course compares.
+
+Each variant is a short function a lesson can show to the learner
+(``inspect.getsource(variants.at_least_once)``). It receives the parsed ``orders``
+stream and an ``Outputs`` (where to write), and returns the started streaming query.
+The crash lab runs each variant in a driver process of its own (see ``driver.py``).
+:data:`VARIANTS` is the one table of them: the guarantee the course expects of each,
+and the kind of sink it writes (see ``sinks.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import CourseError
+from ..course import did_you_mean
+from ..orders import ORDER_SCHEMA
+
+ORDER_COLUMNS = ["order_id", "customer_id", "amount", "status", "event_time"]
+
+
+@dataclass(frozen=True)
+class Outputs:
+    sink: str          # a folder (Parquet, Delta), a SQLite file, or a Kafka topic
+    checkpoint: str    # the query's checkpoint folder
+    bootstrap: str     # the Kafka broker
+    app_id: str        # a stable id for idempotent writers (Delta txnAppId)
+
+
+def read_orders(spark, bootstrap: str, topic: str, starting_offsets: str = "earliest", max_per_batch: int | None = None):
+    """The orders topic as a stream of parsed order rows."""
+    from pyspark.sql import functions as F
+
+    reader = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", topic)
+              .option("startingOffsets", starting_offsets))
+    if max_per_batch:
+        reader = reader.option("maxOffsetsPerTrigger", max_per_batch)
+    return (reader.load()
+            .select(F.from_json(F.col("value").cast("string"), ORDER_SCHEMA).alias("order"))
+            .select("order.*"))
+
+
+# ---------------------------------------------------------------------------
+# at-most-once: progress is not kept; a restart begins at the end of the topic
+# ---------------------------------------------------------------------------
+def at_most_once(orders, out: Outputs):
+    """Reads with startingOffsets=latest and a throw-away checkpoint (a new one at every start)."""
+    def append(batch, batch_id):
+        batch.write.mode("append").parquet(out.sink)
+
+    return orders.writeStream.foreachBatch(append).option("checkpointLocation", out.checkpoint).start()
+
+
+# ---------------------------------------------------------------------------
+# at-least-once: durable progress, but a plain append that a replay repeats
+# ---------------------------------------------------------------------------
+def at_least_once(orders, out: Outputs):
+    def append(batch, batch_id):
+        batch.write.mode("append").parquet(out.sink)  # a replay of batch_id appends it again
+
+    return orders.writeStream.foreachBatch(append).option("checkpointLocation", out.checkpoint).start()
+
+
+def file_sink(orders, out: Outputs):
+    """Spark's file sink: exactly-once for readers that go through its _spark_metadata log."""
+    return orders.writeStream.format("parquet").option("checkpointLocation", out.checkpoint).start(out.sink)
+
+
+def kafka_sink(orders, out: Outputs):
+    """Spark's Kafka sink is at-least-once: a replayed batch is sent again."""
+    from pyspark.sql import functions as F
+
+    records = orders.select(F.col("order_id").alias("key"), F.to_json(F.struct(*ORDER_COLUMNS)).alias("value"))
+    return (records.writeStream.format("kafka")
+            .option("kafka.bootstrap.servers", out.bootstrap)
+            .option("topic", out.sink)
+            .option("checkpointLocation", out.checkpoint)
+            .start())
+
+
+# ---------------------------------------------------------------------------
+# exactly-once: replayable source + durable progress + idempotent/transactional sink
+# ---------------------------------------------------------------------------
+def delta_sink(orders, out: Outputs):
+    """Delta's streaming sink records (query id, batch id) in each commit and skips a replay."""
+    return orders.writeStream.format("delta").option("checkpointLocation", out.checkpoint).start(out.sink)
+
+
+def delta_txn(orders, out: Outputs):
+    """foreachBatch made idempotent: Delta skips a (txnAppId, txnVersion) it has already committed."""
+    def append_once(batch, batch_id):
+        (batch.write.format("delta").mode("append")
+            .option("txnAppId", out.app_id)
+            .option("txnVersion", batch_id)
+            .save(out.sink))
+
+    return orders.writeStream.foreachBatch(append_once).option("checkpointLocation", out.checkpoint).start()
+
+
+def delta_merge(orders, out: Outputs):
+    """MERGE on the business key: replaying the same batch updates rows instead of adding them."""
+    from delta.tables import DeltaTable
+
+    def upsert(batch, batch_id):
+        target = DeltaTable.forPath(batch.sparkSession, out.sink)
+        (target.alias("t").merge(batch.alias("s"), "t.order_id = s.order_id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute())
+
+    return orders.writeStream.foreachBatch(upsert).option("checkpointLocation", out.checkpoint).start()
+
+
+def sqlite_upsert(orders, out: Outputs):
+    """A real database: one transaction per batch, INSERT ... ON CONFLICT on the order id.
+
+    Rows stream in partition by partition (toLocalIterator), inside the one transaction.
+    """
+    import sqlite3
+
+    def upsert(batch, batch_id):
+        rows = ((r.order_id, r.customer_id, str(r.amount), r.status, str(r.event_time))
+                for r in batch.toLocalIterator())
+        db = sqlite3.connect(out.sink)
+        try:
+            with db:  # one transaction: commits when the block ends, rolls back on an error
+                db.executemany(
+                    "INSERT INTO orders VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT(order_id) DO UPDATE SET amount = excluded.amount, status = excluded.status",
+                    rows)
+        finally:
+            db.close()
+
+    return orders.writeStream.foreachBatch(upsert).option("checkpointLocation", out.checkpoint).start()
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    start: object            # the function above
+    guarantee: str           # what the course expects: at-most-once | at-least-once | exactly-once
+    sink_kind: str           # parquet | parquet-log | kafka | delta | sqlite (see sinks.py)
+    starting_offsets: str = "earliest"
+    fresh_checkpoint_each_start: bool = False
+    table_first: bool = False  # the sink table must exist before batch 0 (a MERGE needs a target)
+
+
+VARIANTS = {v.name: v for v in (
+    Variant("at_most_once", at_most_once, "at-most-once", "parquet", "latest", fresh_checkpoint_each_start=True),
+    Variant("at_least_once", at_least_once, "at-least-once", "parquet"),
+    Variant("file_sink", file_sink, "exactly-once", "parquet-log"),
+    Variant("kafka_sink", kafka_sink, "at-least-once", "kafka"),
+    Variant("delta_sink", delta_sink, "exactly-once", "delta"),
+    Variant("delta_txn", delta_txn, "exactly-once", "delta"),
+    Variant("delta_merge", delta_merge, "exactly-once", "delta", table_first=True),
+    Variant("sqlite_upsert", sqlite_upsert, "exactly-once", "sqlite"),
+)}
+
+
+def variant(name: str) -> Variant:
+    """The variant called ``name``, or a CourseError naming the closest one and all of them."""
+    if name not in VARIANTS:
+        raise CourseError(f"Unknown pipeline {name!r}.{did_you_mean(name, VARIANTS)} "
+                          f"Pipelines: {', '.join(VARIANTS)}.")
+    return VARIANTS[name]

@@ -1,0 +1,9 @@
+"""The machine the course runs on, and nothing of the course itself.
+
+    java       finding a JDK 17+                  jars      JVM jars resolved once (ivy/)
+    broker     the real Kafka broker (KRaft)      kafka     admin client, topics, offsets, groups
+    session    the SparkSession of a process       processes child processes: spawn, watch, kill
+    jupyter    JupyterLab for `make lab`          runner    execute a notebook, keep checked outputs
+
+Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.
+"""

@@ -1,0 +1,151 @@
+"""Resolving the course's JVM jars once, into a project-local cache, so lessons run offline.
+
+Two classpaths, kept apart because their libraries clash:
+
+* ``.state/jars/spark``: the Kafka connector and Delta, plus the crash lab's small Java
+  hook (compiled here from ``deliverylab/crashlab/java``), handed to Spark through ``spark.jars``;
+* ``.state/jars/kafka``: the Apache Kafka broker and a log4j binding.
+
+Resolution uses the Ivy that ships inside pyspark (Spark's own resolver) against Maven
+Central, driven by the checked-in ``deliverylab/stack/ivy/*.ivy.xml`` files. A stamp file
+records what was resolved, so running setup again is quick and needs no network.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..config import CourseError, settings
+from .java import java_executable, require_java
+
+IVY_DIR = Path(__file__).resolve().parent / "ivy"
+CLASSPATHS = {
+    "spark": IVY_DIR / "spark-connectors.ivy.xml",
+    "kafka": IVY_DIR / "kafka-broker.ivy.xml",
+}
+#: Java sources compiled into the spark classpath: the crash lab's hook (a data path, not an import).
+CRASH_HOOK_SOURCES = Path(__file__).resolve().parent.parent / "crashlab" / "java"
+CRASH_HOOK_JAR = "deliverylab-crash-hook.jar"
+
+
+def pyspark_jars_dir() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def _ivy_jar() -> Path:
+    jars = sorted(pyspark_jars_dir().glob("ivy-*.jar"))
+    if not jars:
+        raise CourseError("pyspark's bundled Ivy jar is missing; reinstall with `make setup`.")
+    return jars[-1]
+
+
+def artifact_name(jar_file: str) -> str:
+    """'kafka-clients-3.9.0.jar' -> 'kafka-clients'; 'scala-library-2.13.16.jar' -> 'scala-library'."""
+    stem = jar_file[:-4] if jar_file.endswith(".jar") else jar_file
+    return re.sub(r"-(\d+\.)+\d+[\w.\-]*$", "", stem)
+
+
+def stamp(kind: str) -> str:
+    digest = hashlib.sha256(CLASSPATHS[kind].read_bytes())
+    if kind == "spark":
+        for src in sorted(CRASH_HOOK_SOURCES.rglob("*.java")):
+            digest.update(src.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def classpath_dir(kind: str) -> Path:
+    return settings().jars / kind
+
+
+def is_resolved(kind: str) -> bool:
+    folder = classpath_dir(kind)
+    marker = folder / ".resolved"
+    return marker.exists() and marker.read_text().strip() == stamp(kind)
+
+
+def _resolve_with_ivy(ivy_file: Path, target: Path, log) -> None:
+    cache = settings().state / "ivy-cache"
+    staging = Path(tempfile.mkdtemp(prefix="ivy-", dir=settings().state))
+    cmd = [
+        require_java(), "-jar", str(_ivy_jar()),
+        "-ivy", str(ivy_file), "-confs", "default",
+        "-cache", str(cache),
+        "-retrieve", str(staging / "[artifact]-[revision](-[classifier]).[ext]"),
+    ]
+    log(f"resolving {ivy_file.name} from Maven Central ...")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise CourseError(
+            f"Could not resolve the jars in {ivy_file.name}. Setup needs to reach Maven Central once "
+            f"(check your network or proxy), then everything runs offline.\n--- Ivy said ---\n{tail}"
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.glob("*.jar"):
+        old.unlink()
+    for jar in staging.glob("*.jar"):
+        shutil.move(str(jar), target / jar.name)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _drop_jars_pyspark_ships(folder: Path) -> list[str]:
+    """Keep one copy of each library: pyspark's own jars win over resolved duplicates."""
+    shipped = {artifact_name(p.name) for p in pyspark_jars_dir().glob("*.jar")}
+    dropped = []
+    for jar in folder.glob("*.jar"):
+        if artifact_name(jar.name) in shipped:
+            jar.unlink()
+            dropped.append(jar.name)
+    return sorted(dropped)
+
+
+def _build_crash_hook(folder: Path, log) -> None:
+    """Compile the small Java class that lets a test crash the driver at exact checkpoint moments."""
+    sources = sorted(CRASH_HOOK_SOURCES.rglob("*.java"))
+    if not sources:
+        return
+    javac = java_executable("javac")
+    jar_tool = java_executable("jar")
+    classes = Path(tempfile.mkdtemp(prefix="crashhook-", dir=settings().state))
+    log("compiling the crash hook ...")
+    cp = f"{pyspark_jars_dir()}/*"
+    proc = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", cp, "-d", str(classes), *map(str, sources)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CourseError("Could not compile the crash hook (needs a JDK's javac, not only a JRE):\n" + proc.stderr[-2000:])
+    subprocess.run([jar_tool, "cf", str(folder / CRASH_HOOK_JAR), "-C", str(classes), "."], check=True)
+    shutil.rmtree(classes, ignore_errors=True)
+
+
+def ensure(kind: str, log=print) -> Path:
+    """Resolve one classpath if it is missing or out of date. Returns its folder."""
+    folder = classpath_dir(kind)
+    if is_resolved(kind):
+        return folder
+    _resolve_with_ivy(CLASSPATHS[kind], folder, log)
+    if kind == "spark":
+        _drop_jars_pyspark_ships(folder)
+        _build_crash_hook(folder, log)
+    (folder / ".resolved").write_text(stamp(kind) + "\n")
+    log(f"{kind} jars ready in {folder} ({len(list(folder.glob('*.jar')))} jars)")
+    return folder
+
+
+def ensure_all(log=print) -> None:
+    settings().state.mkdir(parents=True, exist_ok=True)
+    for kind in CLASSPATHS:
+        ensure(kind, log)
+
+
+def jars(kind: str) -> list[Path]:
+    """The resolved jars of one classpath, or a CourseError saying to run setup."""
+    if not is_resolved(kind):
+        raise CourseError(f"The {kind} jars are not set up (or are out of date). Run `make setup` once, with network.")
+    return sorted(classpath_dir(kind).glob("*.jar"))

@@ -1,0 +1,57 @@
+"""Finding a usable Java (a JDK 17 or newer; Spark 4.0 supports 17 and 21)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..config import CourseError
+
+MIN_JAVA = 17
+#: The Java versions Spark 4.0 is built and tested for; others may work, with a warning.
+SUPPORTED_JAVA = (17, 21)
+
+FIX_JAVA = (
+    "Install a Java 17 or newer JDK (for example `sudo apt-get install openjdk-17-jdk`, "
+    "`brew install openjdk@17`, or Temurin 17 from adoptium) and put its `bin` first on PATH, "
+    "or set JAVA_HOME to it."
+)
+
+
+def java_executable(name: str = "java") -> str:
+    """The java (or javac) the course will use: $JAVA_HOME/bin first, then PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / name).exists():
+        return str(Path(home) / "bin" / name)
+    found = shutil.which(name)
+    if not found:
+        raise CourseError(f"No `{name}` found on PATH. {FIX_JAVA}")
+    return found
+
+
+def parse_java_major(version_text: str) -> int:
+    """The major version from `java -version` output: '1.8.0_392' -> 8, '17.0.15' -> 17."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', version_text)
+    if not match:
+        raise CourseError(f"Could not read the Java version from: {version_text.strip()[:200]!r}. {FIX_JAVA}")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):
+        major = int(match.group(2))
+    return major
+
+
+def java_major(java: str | None = None) -> int:
+    java = java or java_executable()
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    return parse_java_major(out.stderr + out.stdout)
+
+
+def require_java() -> str:
+    """Return the java path, or raise a CourseError that says how to get Java 17+."""
+    java = java_executable()
+    major = java_major(java)
+    if major < MIN_JAVA:
+        raise CourseError(f"`{java}` is Java {major}; Spark 4 and Kafka 4 need Java {MIN_JAVA} or newer. {FIX_JAVA}")
+    return java

@@ -1,0 +1,72 @@
+"""Executing a course notebook and keeping only what the tests compare.
+
+``python -m deliverylab notebooks execute notebooks/00-setup-and-tour.ipynb`` runs the
+notebook in a fresh kernel, then keeps the outputs of checked cells only (tag
+``nbval-check-output`` or a ``# NBVAL_CHECK_OUTPUT`` line) and clears every other output,
+so stored notebooks stay small and no output is ever typed by hand.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+CHECK_TAG = "nbval-check-output"
+CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
+KEEP_MIME = ("text/plain",)
+
+
+def is_checked(cell) -> bool:
+    return CHECK_TAG in cell.get("metadata", {}).get("tags", []) or CHECK_MARK in cell.get("source", "")
+
+
+def _small(output):
+    """Drop rich data (images, HTML, widget views) from an output; keep its plain text."""
+    if output.get("output_type") in ("execute_result", "display_data"):
+        output["data"] = {k: v for k, v in output.get("data", {}).items() if k in KEEP_MIME}
+        output["metadata"] = {}
+    if output.get("output_type") == "error":
+        output["traceback"] = []
+    return output
+
+
+def strip_unchecked(nb):
+    """Clear unchecked cells; keep checked outputs small. Checked cells keep an execution
+    count (nbval refuses stored outputs of a cell that never ran)."""
+    nb.metadata.pop("widgets", None)  # saved widget state is bulky and differs run to run
+    for number, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), 1):
+        if is_checked(cell):
+            cell.outputs = [_small(o) for o in cell.outputs
+                            if o.get("output_type") != "display_data" or "text/plain" in o.get("data", {})]
+            cell.execution_count = number if cell.outputs else None
+            for o in cell.outputs:
+                if "execution_count" in o:
+                    o["execution_count"] = number
+        else:
+            cell.outputs = []
+            cell.execution_count = None
+    return nb
+
+
+def execute(path: str, timeout_s: int = 900) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(Path(path).parent)}})
+    client.execute()
+    nbformat.write(strip_unchecked(nb), path)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in ("execute", "strip"):
+        print("usage: python -m deliverylab notebooks execute|strip NOTEBOOK.ipynb ...")
+        return 2
+    import nbformat
+
+    for path in argv[1:]:
+        if argv[0] == "execute":
+            execute(path)
+        else:
+            nbformat.write(strip_unchecked(nbformat.read(path, as_version=4)), path)
+        print(("executed " if argv[0] == "execute" else "stripped ") + path)
+    return 0

@@ -1,0 +1,169 @@
+"""The course's SparkSession: one per Python process, local, quiet, with Delta and Kafka.
+
+Jars come from the project-local cache through ``spark.jars`` (resolved once by
+``make setup``), so starting Spark never touches the network.
+
+The JVM's own output (its start-up warnings, log4j lines) goes to a log file in the state
+folder, not to the notebook: JupyterLab would show it in a red stderr box that a newcomer
+reads as an error. The JVM also runs in a working folder under the state folder, so
+Spark's scratch folders (``artifacts/spark-<id>``) never appear next to the notebooks;
+every course path handed to Spark is absolute.
+
+Starting a JVM that loads Spark, Delta and Kafka classes takes seconds, and the course
+starts many (every kernel, every crash-lab driver). ``make setup`` therefore records the
+classes a Spark session loads in a class-data-sharing archive (a JDK feature, see
+:func:`build_class_archive`); every later Spark JVM maps it instead of loading and
+verifying those classes again, which roughly halves its start. The archive belongs to one
+JDK and one set of jars: when either changes it is simply not used until setup rebuilds it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from . import jars
+from ..config import HOST, CourseError, settings
+from .java import java_executable, require_java
+
+_session = None
+
+
+def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | None = None) -> dict[str, str]:
+    s = settings()
+    conf = {
+        "spark.master": "local[2]",
+        "spark.app.name": app_name,
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.ui.enabled": "false",
+        "spark.driver.memory": "1g",
+        "spark.driver.host": HOST,
+        "spark.driver.bindAddress": HOST,
+        "spark.jars": ",".join(str(p) for p in jars.jars("spark")),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.warehouse.dir": str(s.state / "warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={s.state / 'derby'}",
+        "spark.sql.session.timeZone": "UTC",
+        # Delta rebuilds a table's state with this many tasks (default 50): tiny tables, two cores
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    archive = class_archive()
+    if archive.exists():
+        conf["spark.driver.extraJavaOptions"] += f" -XX:SharedArchiveFile={archive}"
+    conf.update(extra or {})
+    return conf
+
+
+def class_archive() -> Path:
+    """Where the class-data-sharing archive for this JDK and these jars lives (it may not exist)."""
+    output = subprocess.run([java_executable(), "-version"], capture_output=True, text=True).stderr
+    # the JDK's version and build; not the VM line, whose mode changes with JIT options
+    version = "\n".join(line for line in output.splitlines() if "version" in line or "Runtime Environment" in line)
+    digest = hashlib.sha256((version + jars.stamp("spark")).encode()).hexdigest()[:12]
+    return settings().jars / f"spark-classes-{digest}.jsa"
+
+
+#: What the archive run does: the work every lesson's first cells do (Delta, Parquet, a stream).
+_ARCHIVE_RUN = """
+import sys
+from pyspark import SparkContext
+from deliverylab.stack.session import get_spark
+spark = get_spark("class-archive", extra_conf={"spark.driver.extraJavaOptions": sys.argv[1]})
+scratch = sys.argv[2]
+rows = spark.range(4).selectExpr("CAST(id AS STRING) AS order_id", "CAST(id AS DECIMAL(10,2)) AS amount")
+rows.write.format("delta").save(scratch + "/delta")
+rows.write.parquet(scratch + "/parquet")
+spark.read.format("delta").load(scratch + "/delta").count()
+query = (spark.readStream.format("rate").load().writeStream.format("delta").trigger(availableNow=True)
+         .option("checkpointLocation", scratch + "/checkpoint").start(scratch + "/stream"))
+query.awaitTermination()
+jvm = SparkContext._gateway.proc
+spark.stop()
+jvm.stdin.close()  # the JVM exits when its stdin closes, and writes the archive as it exits
+jvm.wait()
+"""
+
+
+def build_class_archive(log=print) -> Path | None:
+    """Record the classes of a typical session into :func:`class_archive` (once per JDK and jars)."""
+    import shutil
+    import tempfile
+
+    archive = class_archive()
+    if archive.exists():
+        return archive
+    for old in settings().jars.glob("spark-classes-*.jsa"):
+        old.unlink()
+    log("recording Spark's classes for faster JVM starts ...")
+    scratch = tempfile.mkdtemp(prefix="class-archive-", dir=settings().state)
+    options = f"-Dderby.system.home={settings().state / 'derby'} -XX:ArchiveClassesAtExit={archive}"
+    try:
+        proc = subprocess.run([sys.executable, "-c", _ARCHIVE_RUN, options, scratch], capture_output=True,
+                              text=True, timeout=600)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if proc.returncode != 0 or not archive.exists():
+        archive.unlink(missing_ok=True)  # optional: Spark starts without it, only slower
+        log("could not record the class archive; Spark will start without it (slower):\n"
+            + (proc.stdout + proc.stderr)[-800:])
+        return None
+    return archive
+
+
+def log_path(app_name: str):
+    """Where the JVM of this process writes its output."""
+    return settings().state / "logs" / f"spark-{app_name}-{os.getpid()}.log"
+
+
+def get_spark(app_name: str = "exactly-once-for-real", extra_conf: dict[str, str] | None = None, log=None):
+    """Build the SparkSession once per process and return it (later calls return the same one).
+
+    The JVM writes its output to ``log`` (default: a file per process under ``.state/logs``).
+    """
+    global _session
+    if _session is not None and _session._jsc is not None and not _session._jsc.sc().isStopped():
+        return _session
+    require_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", HOST)
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    conf = SparkConf()
+    for key, value in spark_conf(app_name, extra_conf).items():
+        conf.set(key, value)
+    if SparkContext._gateway is None:
+        log = Path(log) if log else log_path(app_name)
+        workdir = settings().state / "spark-work"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        workdir.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
+            try:
+                gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out, "cwd": str(workdir)})
+            except Exception as error:  # the JVM exited before it answered: its log says why
+                tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-15:])
+                raise CourseError(f"Spark's JVM did not start ({error}). The end of its log "
+                                  f"({log}):\n{tail}") from None
+        SparkContext._ensure_initialized(gateway=gateway)
+    _session = SparkSession.builder.config(conf=conf).getOrCreate()
+    _session.sparkContext.setLogLevel("ERROR")
+    return _session
+
+
+def stop_spark() -> None:
+    global _session
+    if _session is not None:
+        _session.stop()
+        _session = None
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

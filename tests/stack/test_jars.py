@@ -1,0 +1,37 @@
+import pytest
+
+from deliverylab.stack import jars
+
+
+@pytest.mark.parametrize("name,artifact", [
+    ("kafka-clients-3.9.0.jar", "kafka-clients"),
+    ("scala-library-2.13.16.jar", "scala-library"),
+    ("delta-spark_2.13-4.0.0.jar", "delta-spark_2.13"),
+    ("spark-sql-kafka-0-10_2.13-4.0.0.jar", "spark-sql-kafka-0-10_2.13"),
+    ("zstd-jni-1.5.6-10.jar", "zstd-jni"),
+])
+def test_artifact_names_drop_the_version(name, artifact):
+    assert jars.artifact_name(name) == artifact
+
+
+def test_spark_connector_versions_match_the_installed_pyspark_and_delta():
+    import importlib.metadata as md
+
+    ivy = (jars.IVY_DIR / "spark-connectors.ivy.xml").read_text()
+    assert f'name="spark-sql-kafka-0-10_2.13" rev="{md.version("pyspark")}"' in ivy
+    assert f'name="delta-spark_2.13" rev="{md.version("delta-spark")}"' in ivy
+
+
+def test_resolved_spark_classpath_has_one_copy_of_each_library():
+    shipped = {jars.artifact_name(p.name) for p in jars.pyspark_jars_dir().glob("*.jar")}
+    resolved = [p.name for p in jars.jars("spark")]
+    assert any(n.startswith("spark-sql-kafka-0-10") for n in resolved)
+    assert any(n.startswith("delta-spark") for n in resolved)
+    assert jars.CRASH_HOOK_JAR in resolved
+    assert not {jars.artifact_name(n) for n in resolved} & shipped
+
+
+def test_missing_jars_say_to_run_setup(monkeypatch, tmp_path):
+    monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
+    with pytest.raises(Exception, match="make setup"):
+        jars.jars("kafka")

@@ -1,0 +1,40 @@
+"""Finding a usable Java: versions read, and messages that say how to fix a wrong one."""
+import os
+import stat
+
+import pytest
+
+from deliverylab.config import CourseError
+from deliverylab.stack import java as jvm
+
+
+@pytest.mark.parametrize("text,major", [
+    ('openjdk version "17.0.15" 2025-04-15', 17),
+    ('java version "1.8.0_392"', 8),
+    ('openjdk version "21" 2023-09-19', 21),
+    ('openjdk version "11.0.2" 2019-01-15', 11),
+])
+def test_java_versions_are_read(text, major):
+    assert jvm.parse_java_major(text) == major
+
+
+def _fake_java(folder, version):
+    java = folder / "java"
+    java.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2019-01-15\' >&2\n')
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    return folder
+
+
+def test_java_11_on_the_path_gets_a_message_with_the_fix(monkeypatch, tmp_path):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(_fake_java(tmp_path, "11.0.2")) + os.pathsep + os.environ["PATH"])
+    with pytest.raises(CourseError) as err:
+        jvm.require_java()
+    assert "Java 11" in str(err.value) and "Java 17 or newer" in str(err.value) and "JAVA_HOME" in str(err.value)
+
+
+def test_missing_java_says_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(CourseError, match="No `java` found on PATH"):
+        jvm.require_java()

@@ -1,0 +1,40 @@
+"""The course's one list of modules, and the names derived from it."""
+import pytest
+
+from deliverylab import course
+from deliverylab.config import CourseError, settings
+
+
+def test_modules_are_numbered_in_order():
+    numbers = [m[:2] for m in course.MODULES]
+    assert numbers == sorted(numbers) and numbers[0] == "00" and len(set(numbers)) == len(numbers)
+
+
+@pytest.mark.parametrize("name, module", [
+    ("01-three-guarantees-lab.ipynb", "01-three-guarantees"),
+    ("02-anatomy", "02-anatomy"),
+    ("test-anything", "test-anything"),
+])
+def test_module_id(name, module):
+    assert course.module_id(name) == module
+
+
+def test_lesson_names_and_the_closest_suggestion():
+    assert course.check_lesson_name("02-anatomy-lab") == "02-anatomy-lab"
+    with pytest.raises(CourseError, match="Did you mean '02-anatomy'"):
+        course.check_lesson_name("02-anatomyy")
+    with pytest.raises(CourseError, match="not int"):
+        course.check_lesson_name(2)
+
+
+def test_did_you_mean_is_empty_when_nothing_is_close():
+    assert course.did_you_mean("delta_snik", ["delta_sink", "kafka_sink"]) == " Did you mean 'delta_sink'?"
+    assert course.did_you_mean("zzz", ["delta_sink"]) == ""
+
+
+def test_labs_and_quizzes_are_found_per_module():
+    assert course.has_lab(settings().root, "01-three-guarantees")
+    assert not course.has_lab(settings().root, "00-setup-and-tour")
+    assert course.has_quiz("01-three-guarantees")
+    assert course.quiz_bank_path("01-three-guarantees-lab").name == "01-three-guarantees.json"
+    assert [p.stem for p in course.lesson_notebooks(settings().root)][:2] == ["00-setup-and-tour", "01-three-guarantees"]
