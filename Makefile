@@ -5,8 +5,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 NOTEBOOK_DIRS := notebooks labs solutions
-# nbval runs each notebook in a fresh kernel; a cell may wait for a real Spark driver
-NBVAL := --nbval-lax --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
+# nbval runs each notebook in a fresh kernel; a cell may wait for a real Spark driver.
+# nbcapture keeps each executed notebook in .state/executed for the browser test.
+NBVAL := --nbval-lax --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval-sanitize.cfg \
+	-p deliverylab.stack.nbcapture
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -rs
 
 .PHONY: setup lab test stop bench doctor clean
 
@@ -21,18 +24,21 @@ $(INSTALLED): requirements.txt pyproject.toml
 setup: $(INSTALLED)
 	$(PY) -m deliverylab setup
 
-## lab: setup, start the broker, open JupyterLab on lesson 00
+## lab: setup, start the broker, open JupyterLab on lesson 00 (if JupyterLab cannot start, the broker is stopped again)
 lab: setup
 	$(PY) -m deliverylab stack up
-	$(PY) -m deliverylab jupyter lab
+	@$(PY) -m deliverylab jupyter lab $(LAB_OPTIONS); status=$$?; \
+	if [ $$status -eq 2 ]; then $(PY) -m deliverylab stack down; fi; exit $$status
 
-## test: setup, then pytest and nbval over every notebook; the broker is stopped at the end
+## test: setup, then pytest, nbval over every notebook, and the browser test; the broker is stopped at the end
 test: setup
 	$(PY) -m deliverylab stack up
-	@status=0; \
+	@rm -rf .state/executed; status=0; \
 	$(PY) -m deliverylab labs check || status=1; \
-	$(PY) -m pytest -q -p no:cacheprovider tests || status=1; \
-	$(PY) -m pytest -q $(NBVAL) $(NOTEBOOK_DIRS) || status=1; \
+	$(PYTEST) --ignore=tests/browser tests || status=1; \
+	$(PYTEST) $(NBVAL) $(NOTEBOOK_DIRS) || status=1; \
+	$(PYTEST) tests/browser || status=1; \
+	$(PY) -m deliverylab.stack.nbcapture; \
 	$(PY) -m deliverylab stack down; \
 	exit $$status
 

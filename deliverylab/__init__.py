@@ -21,7 +21,8 @@ Labs, quizzes and progress
     quiz         quizzes and predictions (ipywidgets)    progress  the learner's progress store
 
 The machine (stack/: imports no course code)
-    stack/       java, jars (+ ivy/), broker, kafka clients, session, processes, jupyter, runner
+    stack/       java, jars (+ ivy/), broker, kafka clients, session, processes, jupyter,
+                 runner, nbcapture (keeps what nbval executed, for the browser test)
 
 The crash lab (crashlab/)
     crashlab/    variants (the pipelines, one table), sinks, crashpoints (+ java/ hook),
@@ -35,9 +36,26 @@ Each module's own helpers (modules/)
 Commands: doctor (environment check), bench (timings), __main__ (python -m deliverylab).
 """
 from .config import CourseError
-from .lesson import setup
 
 __all__ = ["CourseError", "setup", "get_spark"]
+
+
+def setup(name: str, *, reset: bool = True, quiet: bool = False):
+    """``lesson = deliverylab.setup("02-anatomy")``: the first cell of every notebook.
+
+    Broker up, the lesson's own topics and folders, its state reset, a five-line summary
+    (see lesson.py). For a lesson that crashes Spark drivers, a standby driver also starts
+    booting now, so the lesson's first pipeline starts in a second or two (crashlab/drivers.py).
+    """
+    from .course import uses_crash_lab
+    from .lesson import setup as prepare
+
+    lesson = prepare(name, reset=reset, quiet=quiet)
+    if uses_crash_lab(name):
+        from .crashlab import warm_up
+
+        warm_up()
+    return lesson
 
 
 def get_spark(app_name: str = "exactly-once-for-real"):

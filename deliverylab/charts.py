@@ -4,11 +4,13 @@ Colours come from the Okabe-Ito palette, which stays distinguishable for the com
 kinds of colour blindness, and every role keeps its colour across all charts: green
 is always "delivered once", orange "duplicated", vermillion "lost".
 
-Each chart function returns a :class:`matplotlib.figure.Figure` built without pyplot,
-so nothing is left open in pyplot's figure list, no backend is needed (it renders with
-Agg), and a notebook shows the figure exactly once when it is the cell's last
-expression. ``plt.close(fig)`` is harmless but not needed. The same input always draws
-the same picture: there is no randomness and every mapping is drawn in a fixed order.
+Each chart function returns a :class:`CourseFigure`: a matplotlib ``Figure`` built
+without pyplot, so nothing is left open in pyplot's figure list and no backend is needed
+(it renders with Agg). A plain ``Figure`` only shows as the text ``<Figure size ...>``
+in a kernel where nobody ran ``%matplotlib inline``; a ``CourseFigure`` shows itself as a
+PNG image wherever it is a cell's last expression: JupyterLab, nbval, ``nbconvert
+--execute``. The same input always draws the same picture: there is no randomness and
+every mapping is drawn in a fixed order.
 """
 from __future__ import annotations
 
@@ -103,9 +105,22 @@ def course_style() -> Iterator[None]:
         yield
 
 
-def _new_figure(figsize: tuple[float, float] = FIGSIZE) -> tuple[Figure, Any]:
+class CourseFigure(Figure):
+    """A Figure that a notebook shows as a PNG image, with or without matplotlib's inline backend."""
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        buffer = io.BytesIO()
+        FigureCanvasAgg(self).print_png(buffer)
+        return buffer.getvalue()
+
+
+def _new_figure(figsize: tuple[float, float] = FIGSIZE) -> tuple[CourseFigure, Any]:
     """A pyplot-free figure with one axes, laid out so labels are never clipped."""
-    fig = Figure(figsize=figsize, layout="constrained")
+    fig = CourseFigure(figsize=figsize, layout="constrained")
     return fig, fig.add_subplot()
 
 

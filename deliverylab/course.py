@@ -28,6 +28,9 @@ MODULES = {
     "08-capstone": "Capstone: the guarantee matrix, measured",
 }
 
+#: Lessons and labs that need no Spark driver process of their own (the rest crash some).
+WITHOUT_CRASH_LAB = {"00-setup-and-tour", "01-three-guarantees-lab"}
+
 LAB_SUFFIX = "-lab"
 TEST_PREFIX = "test-"
 QUIZ_BANKS = Path(__file__).resolve().parent / "quizzes"
@@ -61,6 +64,11 @@ def check_lesson_name(name: str) -> str:
         return name
     hint = did_you_mean(name, list(MODULES) + [m + LAB_SUFFIX for m in MODULES])
     raise CourseError(f"Unknown lesson '{name}'.{hint} Known lessons: {', '.join(MODULES)} (and each with '-lab').")
+
+
+def uses_crash_lab(name: str) -> bool:
+    """Does this lesson or lab start crash-lab pipelines (so a standby driver is worth booting)?"""
+    return name not in WITHOUT_CRASH_LAB and not name.startswith(TEST_PREFIX)
 
 
 def quiz_bank_path(name: str) -> Path:

@@ -102,7 +102,15 @@ def check_disk() -> Finding:
     return Finding("disk", ok, f"{free_gb:.0f} GB free", "" if ok else "Free at least 2 GB for jars, broker data and tables.")
 
 
-CHECKS = (check_python, check_java, check_memory, check_disk, check_ports, check_jars, check_broker)
+def check_user() -> Finding:
+    from .stack.jupyter import running_as_root
+
+    if running_as_root():
+        return Finding("user", True, "root: `make lab` starts JupyterLab with allow_root (it refuses root otherwise)")
+    return Finding("user", True, "not root")
+
+
+CHECKS = (check_python, check_java, check_memory, check_disk, check_ports, check_jars, check_broker, check_user)
 
 
 def run(print_fn=print) -> list[Finding]:

@@ -84,6 +84,21 @@ class Lesson:
             fn()
         self._cleanups.clear()
 
+    # ---- progress ----------------------------------------------------------
+    def complete(self) -> None:
+        """The last cell of a lesson: record that the learner ran it to the end.
+
+        It stops nothing: pipelines keep running so the crash panel still works; they end
+        with the kernel, or at ``lesson.cleanup()``.
+        """
+        from . import progress
+
+        try:
+            progress.record_lesson_complete(self.name)
+            print(f"lesson {self.name} complete (saved in your progress: python -m deliverylab progress)")
+        except Exception as error:  # noqa: BLE001 - progress must never break a lesson
+            print(f"lesson {self.name} complete (progress not saved: {error})")
+
 
 _current: dict[str, Lesson] = {}
 

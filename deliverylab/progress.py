@@ -5,15 +5,17 @@ DELIVERYLAB_STATE says otherwise). SQLite is used because two notebooks in two k
 may write at the same moment: each write is a short transaction, and a writer that
 finds the file busy waits a few seconds instead of failing.
 
-Three things are recorded, always for the current learner (settings().learner):
+Four things are recorded, always for the current learner (settings().learner):
 
+* a lesson run to its last cell, from ``lesson.complete()``;
 * a check that passed (module, description), from ``checks.Checks``;
 * a lab run in which every check passed, from ``Checks.summary()``;
 * every finished quiz attempt (module, score, total), from ``quiz.Quiz``.
 
 ``python -m deliverylab progress`` prints the table from :func:`table`. A module counts
-as done when everything it asks for is met: if it has a lab, one run of the lab ended
-with every check passing; if it has a quiz, the best score is at least 80%.
+as done when everything it asks for is met: its lesson was run to the end; if it has a
+lab, one run of the lab ended with every check passing; if it has a quiz, the best score
+is at least 80%.
 """
 from __future__ import annotations
 
@@ -41,6 +43,12 @@ CREATE TABLE IF NOT EXISTS passed_checks (
     description TEXT NOT NULL,
     passed_at   TEXT NOT NULL,
     PRIMARY KEY (learner, module, description)
+);
+CREATE TABLE IF NOT EXISTS completed_lessons (
+    learner      TEXT NOT NULL,
+    module       TEXT NOT NULL,
+    completed_at TEXT NOT NULL,
+    PRIMARY KEY (learner, module)
 );
 CREATE TABLE IF NOT EXISTS completed_labs (
     learner      TEXT NOT NULL,
@@ -88,6 +96,20 @@ def record_check(module: str, description: str) -> None:
             "INSERT OR IGNORE INTO passed_checks VALUES (?, ?, ?, ?)",
             (settings().learner, module_id(module), description, _now()),
         )
+
+
+def record_lesson_complete(module: str) -> None:
+    """Remember that the learner ran the module's lesson to its last cell."""
+    with _connection() as db:
+        db.execute("INSERT OR REPLACE INTO completed_lessons VALUES (?, ?, ?)",
+                   (settings().learner, module_id(module), _now()))
+
+
+def lesson_complete(module: str) -> bool:
+    with _connection() as db:
+        row = db.execute("SELECT 1 FROM completed_lessons WHERE learner = ? AND module = ?",
+                         (settings().learner, module_id(module))).fetchone()
+    return row is not None
 
 
 def record_lab_complete(module: str) -> None:
@@ -152,6 +174,7 @@ class ModuleStatus:
     quiz_best: tuple[int, int] | None
     has_lab: bool
     has_quiz: bool
+    lesson_complete: bool = False
 
     @property
     def quiz_passed(self) -> bool:
@@ -161,13 +184,11 @@ class ModuleStatus:
         return score >= QUIZ_PASS_MARK * total
 
     @property
-    def done(self) -> bool | None:
-        """True or False; None when the module asks for nothing that can be tracked."""
-        if not (self.has_lab or self.has_quiz):
-            return None
+    def done(self) -> bool:
+        """The lesson ran to its end, and the lab and the quiz (where the module has them) are passed."""
         lab_ok = self.lab_complete or not self.has_lab
         quiz_ok = self.quiz_passed or not self.has_quiz
-        return lab_ok and quiz_ok
+        return self.lesson_complete and lab_ok and quiz_ok
 
 
 def status(module: str) -> ModuleStatus:
@@ -180,30 +201,31 @@ def status(module: str) -> ModuleStatus:
         quiz_best=best_quiz(module),
         has_lab=course.has_lab(settings().root, module),
         has_quiz=course.has_quiz(module),
+        lesson_complete=lesson_complete(module),
     )
 
 
-def _row(state: ModuleStatus) -> tuple[str, str, str, str]:
+def _row(state: ModuleStatus) -> tuple[str, ...]:
+    lesson = "run" if state.lesson_complete else "not yet"
     checks = str(state.checks_passed) + (" (lab complete)" if state.lab_complete else "")
     if state.quiz_best is not None:
         quiz = f"{state.quiz_best[0]} / {state.quiz_best[1]}"
     else:
         quiz = "not taken" if state.has_quiz else "-"
-    done = {True: "yes", False: "not yet", None: "-"}[state.done]
-    return (state.module, checks, quiz, done)
+    return (state.module, lesson, checks if state.has_lab else "-", quiz, "yes" if state.done else "not yet")
 
 
 def table() -> str:
     """The learner's progress as a plain-text table, one row per module."""
-    header = ("module", "checks passed", "quiz best", "done?")
+    header = ("module", "lesson", "checks passed", "quiz best", "done?")
     rows = [header] + [_row(status(module)) for module in MODULES]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     lines.append("")
     lines.append(
-        f"done = the lab ended once with every check passing, and the quiz best is at least "
-        f"{QUIZ_PASS_MARK:.0%} (for modules that have them)."
+        f"done = the lesson was run to its end, the lab ended once with every check passing, and the "
+        f"quiz best is at least {QUIZ_PASS_MARK:.0%} (for modules that have a lab and a quiz)."
     )
     return "\n".join(lines)
 

@@ -278,6 +278,11 @@ class Quiz:
                 warnings.warn(f"could not save the quiz score ({error})", stacklevel=2)
 
 
+#: Picks made so far in this kernel, by prompt: running a prediction's cell again (Shift+Enter
+#: right after picking, as the lesson invites) shows the same question with the same pick.
+_PICKS: dict[tuple[str, tuple[str, ...]], str] = {}
+
+
 class Prediction:
     """Ask what will happen before an experiment; ``reveal()`` compares it afterwards."""
 
@@ -289,10 +294,17 @@ class Prediction:
         w = _widgets()
         self.prompt = prompt
         self.choices = tuple(choices)
+        self._key = (prompt, self.choices)
         self.question = w.HTML(f"<b>Predict:</b> {html.escape(prompt)}")
-        self.options = w.RadioButtons(options=list(self.choices), value=None, layout=w.Layout(width="auto"))
-        self.note = w.HTML("<i>Pick before you run the next cell.</i>")
+        self.options = w.RadioButtons(options=list(self.choices), value=_PICKS.get(self._key),
+                                      layout=w.Layout(width="auto"))
+        self.options.observe(self._remember, names="value")
+        self.note = w.HTML("<i>Pick one, then run the next cell (Shift+Enter). Your pick is kept.</i>")
         self.widget = w.VBox([self.question, self.options, self.note])
+
+    def _remember(self, change) -> None:
+        if change["new"] is not None:
+            _PICKS[self._key] = change["new"]
 
     @property
     def picked(self) -> str | None:

@@ -158,3 +158,16 @@ def test_palette_is_okabe_ito():
     assert set(charts.PALETTE.values()) <= set(charts.OKABE_ITO.values())
     roles = ("produced", "delivered once", "duplicated", "lost", "crash")
     assert len({charts.PALETTE[r] for r in roles}) == len(roles)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: charts.duplicate_count_chart(_ledgers()),
+    lambda: charts.copies_histogram(_ledgers()["replay"]),
+    lambda: charts.batch_timeline([{"batch_id": 1, "rows": 5}]),
+])
+def test_a_chart_shows_itself_as_a_png_without_the_inline_backend(build):
+    from IPython.core.formatters import DisplayFormatter
+
+    data, _ = DisplayFormatter().format(build())  # what a kernel sends for a cell's last expression
+    assert data["image/png"].startswith(b"\x89PNG")
+    assert data["text/plain"].startswith("<CourseFigure size")

@@ -78,29 +78,40 @@ def test_table_lists_every_module():
     text = progress.table()
     for module in progress.MODULES:
         assert row(text, module)
-    assert text.splitlines()[0].split() == ["module", "checks", "passed", "quiz", "best", "done?"]
+    assert text.splitlines()[0].split() == ["module", "lesson", "checks", "passed", "quiz", "best", "done?"]
 
 
 def test_table_shows_checks_quiz_and_done():
-    assert row(progress.table(), "01-three-guarantees").split()[1:] == ["0", "not", "taken", "not", "yet"]
+    assert row(progress.table(), "01-three-guarantees").split()[1:] == ["not", "yet", "0", "not", "taken", "not",
+                                                                         "yet"]
 
     progress.record_check("01-three-guarantees", "a")
     progress.record_check("01-three-guarantees", "b")
     progress.record_lab_complete("01-three-guarantees")
     progress.record_quiz("01-three-guarantees", 3, 5)
-    assert row(progress.table(), "01-three-guarantees").split()[1:] == ["2", "(lab", "complete)", "3", "/", "5",
-                                                                         "not", "yet"]
+    assert row(progress.table(), "01-three-guarantees").split()[1:] == ["not", "yet", "2", "(lab", "complete)", "3",
+                                                                         "/", "5", "not", "yet"]
 
     progress.record_quiz("01-three-guarantees", 4, 5)  # 80% is enough
+    assert row(progress.table(), "01-three-guarantees").split()[-1] == "yet"  # the lesson is not run yet
+    progress.record_lesson_complete("01-three-guarantees")
     assert row(progress.table(), "01-three-guarantees").split()[-1] == "yes"
 
 
+def test_a_module_with_only_a_lesson_is_done_once_the_lesson_ran():
+    assert row(progress.table(), "00-setup-and-tour").split()[1:] == ["not", "yet", "-", "-", "not", "yet"]
+    progress.record_lesson_complete("00-setup-and-tour")
+    assert row(progress.table(), "00-setup-and-tour").split()[1:] == ["run", "-", "-", "yes"]
+
+
 def test_done_rule():
-    status = progress.ModuleStatus("m", 3, lab_complete=True, quiz_best=(4, 5), has_lab=True, has_quiz=True)
+    status = progress.ModuleStatus("m", 3, lab_complete=True, quiz_best=(4, 5), has_lab=True, has_quiz=True,
+                                   lesson_complete=True)
     assert status.done is True
-    assert progress.ModuleStatus("m", 3, False, (5, 5), has_lab=True, has_quiz=True).done is False
-    assert progress.ModuleStatus("m", 0, False, (5, 5), has_lab=False, has_quiz=True).done is True
-    assert progress.ModuleStatus("m", 0, False, None, has_lab=False, has_quiz=False).done is None
+    assert progress.ModuleStatus("m", 3, True, (4, 5), has_lab=True, has_quiz=True).done is False  # no lesson
+    assert progress.ModuleStatus("m", 3, False, (5, 5), has_lab=True, has_quiz=True, lesson_complete=True).done is False
+    assert progress.ModuleStatus("m", 0, False, (5, 5), has_lab=False, has_quiz=True, lesson_complete=True).done is True
+    assert progress.ModuleStatus("m", 0, False, None, has_lab=False, has_quiz=False, lesson_complete=True).done is True
 
 
 def test_main_prints_the_table(capsys):

@@ -153,6 +153,12 @@ def test_an_unfinished_quiz_is_not_recorded():
 CHOICES = ["lost", "duplicated", "written once"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_kernel():
+    """Each test is a new kernel: no picks remembered from another test."""
+    quiz._PICKS.clear()
+
+
 def test_a_matching_prediction(capsys):
     guess = quiz.Prediction("After the crash, order 42 is ...", CHOICES)
     assert guess.picked is None
@@ -177,3 +183,13 @@ def test_no_prediction_is_neutral(capsys):
 def test_picking_something_that_is_not_a_choice():
     with pytest.raises(CourseError, match="0: lost; 1: duplicated"):
         quiz.Prediction("?", CHOICES).pick("vanished")
+
+
+def test_a_prediction_keeps_its_pick_when_its_cell_runs_again():
+    first = quiz.Prediction("Will order 7 be lost?", ["yes", "no"])
+    assert first.picked is None
+    first.options.value = "no"  # the learner clicks a radio button
+    again = quiz.Prediction("Will order 7 be lost?", ["yes", "no"])  # Shift+Enter on the same cell
+    assert again.picked == "no"
+    other = quiz.Prediction("Will order 8 be lost?", ["yes", "no"])
+    assert other.picked is None

@@ -6,8 +6,10 @@
     panel.before_after()                        # checkpoint (and Delta log) at the crash vs now
 
 The buttons call the same methods as the Python lines, so a notebook that runs top to
-bottom and a learner who clicks do the same thing. Nothing runs in the background: the
-status line is computed when an action ends or when ``panel.refresh()`` is called.
+bottom and a learner who clicks do the same thing. The status line follows the pipeline:
+it is recomputed whenever the pipeline starts, crashes or stops, whoever made it do so
+(a button, a line of code, ``lesson.cleanup()``), and only the buttons that make sense
+now are enabled. Nothing runs in the background.
 """
 from __future__ import annotations
 
@@ -56,6 +58,8 @@ class CrashPanel:
         self.refresh_button.on_click(lambda _: self._guarded(self.refresh))
         self.widget = w.VBox([w.HBox([self.point, self.crash_button, self.restart_button, self.refresh_button]),
                               self.status, self.output])
+        self._busy_now = False
+        pipe.on_change(self.refresh)
         self.refresh()
 
     # ---- the Python twins of the buttons ----------------------------------------
@@ -72,22 +76,32 @@ class CrashPanel:
         return crash
 
     def restart(self):
-        """Restart the driver from its checkpoint. Returns the pipeline."""
+        """Restart the driver from its checkpoint (or start it, if it never ran). Returns the pipeline."""
         with self._busy():
-            self.pipe.restart()
-            self.say(f"restarted: run {self.pipe.starts} of {self.pipe.name}")
+            if self.pipe.starts:
+                self.pipe.restart()
+                self.say(f"restarted: run {self.pipe.starts} of {self.pipe.name}")
+            else:
+                self.pipe.start()
+                self.say(f"started: {self.pipe.name}")
         self.refresh()
         return self.pipe
 
     def refresh(self) -> str:
-        """Recompute the status line (and the rows in the sink, if counted). Returns it."""
+        """Recompute the status line (and the rows in the sink, if counted) and which buttons apply. Returns it."""
         line = self.pipe.status_line(rows=self._rows_countable())
         first, _, rest = line.partition("\n")
-        colour = "#009E73" if "running" in first else "#D55E00" if ("crashed" in first or "failed" in first) else "#555"
-        html = f"<b style='color:{colour}'>{_escape(first)}</b>"
+        running = self.pipe.running
+        colour = "#009E73" if running else "#D55E00" if ("crashed" in first or "failed" in first) else "#555"
+        hint = "" if running else (" — press Restart to run it again" if self.pipe.starts else " — press Start")
+        html = f"<b style='color:{colour}'>{_escape(first)}</b>{_escape(hint)}"
         if rest:
             html += f"<pre style='margin:0;color:#D55E00'>{_escape(rest)}</pre>"
         self.status.value = html
+        if not self._busy_now:
+            self.crash_button.disabled = not running
+            self.restart_button.disabled = running
+            self.restart_button.description = "Restart" if self.pipe.starts else "Start"
         return line
 
     def show_inspector(self):
@@ -119,16 +133,20 @@ class CrashPanel:
             self.refresh()
 
     class _Busy:
+        """All buttons off while an action runs; afterwards refresh() enables those that apply."""
+
         def __init__(self, panel):
             self.panel = panel
 
         def __enter__(self):
+            self.panel._busy_now = True
             for b in (self.panel.crash_button, self.panel.restart_button, self.panel.refresh_button):
                 b.disabled = True
 
         def __exit__(self, *exc):
-            for b in (self.panel.crash_button, self.panel.restart_button, self.panel.refresh_button):
-                b.disabled = False
+            self.panel._busy_now = False
+            self.panel.refresh_button.disabled = False
+            self.panel.refresh()
             return False
 
     def _busy(self):

@@ -4,6 +4,7 @@
     broker     the real Kafka broker (KRaft)      kafka     admin client, topics, offsets, groups
     session    the SparkSession of a process       processes child processes: spawn, watch, kill
     jupyter    JupyterLab for `make lab`          runner    execute a notebook, keep checked outputs
+    nbcapture  a pytest plugin keeping every notebook as nbval executed it, with its timings
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.
 """

@@ -1,7 +1,10 @@
 """Starting and stopping the course's JupyterLab (``make lab`` / ``make stop``).
 
-JupyterLab listens on 127.0.0.1 only and keeps its token authentication on. A second
-``make lab`` while one runs points at the running one instead of starting another.
+JupyterLab listens on 127.0.0.1 only, keeps its token authentication on, and opens on
+lesson 00. Run as root (common in containers and cloud notebooks) it is started with
+``allow_root``, which JupyterLab otherwise refuses. A second ``make lab`` while one runs
+points at the running one instead of starting another. The browser test starts its
+JupyterLab with the same :func:`lab_command`.
 """
 from __future__ import annotations
 
@@ -9,12 +12,36 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from ..config import HOST, CourseError, settings
 from .broker import port_is_free
-from ..config import CourseError, settings
 
 FIRST_LESSON = "notebooks/00-setup-and-tour.ipynb"
+#: JupyterLab's address of a notebook, below the server's root.
+LAB_TREE = "/lab/tree/"
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def lab_command(port: int, root: Path, open_browser: bool = False, token: str | None = None,
+                first: str = FIRST_LESSON) -> list[str]:
+    """The JupyterLab command line: loopback, token on, opening ``first``."""
+    cmd = [
+        sys.executable, "-m", "jupyter", "lab",
+        f"--ServerApp.ip={HOST}", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.default_url={LAB_TREE}{first}",  # also the address JupyterLab prints
+        "--ServerApp.open_browser=" + ("True" if open_browser else "False"),
+    ]
+    if token is not None:
+        cmd.append(f"--IdentityProvider.token={token}")
+    if running_as_root():
+        cmd.append("--ServerApp.allow_root=True")
+    return cmd
 
 
 def running_servers() -> list[dict]:
@@ -33,8 +60,9 @@ def running_servers() -> list[dict]:
     return servers
 
 
-def _url(info: dict) -> str:
-    return f"{info['url'].rstrip('/')}/lab?token={info.get('token', '')}"
+def lesson_url(info: dict, notebook: str = FIRST_LESSON) -> str:
+    """The address that opens ``notebook`` in a running server, token included."""
+    return f"{info['url'].rstrip('/')}{LAB_TREE}{notebook}?token={info.get('token', '')}"
 
 
 def lab(open_browser: bool = True) -> int:
@@ -43,23 +71,37 @@ def lab(open_browser: bool = True) -> int:
     servers = running_servers()
     if servers:
         raise CourseError(
-            f"JupyterLab for this course is already running: {_url(servers[0])}\n"
+            f"JupyterLab for this course is already running: {lesson_url(servers[0])}\n"
             "Open that address, or stop it first with `make stop`."
         )
     if not port_is_free(s.jupyter_port):
         raise CourseError(
-            f"Port {s.jupyter_port} on 127.0.0.1 is taken by another program. Stop it, or run "
+            f"Port {s.jupyter_port} on {HOST} is taken by another program. Stop it, or run "
             f"`DELIVERYLAB_JUPYTER_PORT={s.jupyter_port + 1} make lab`."
         )
-    cmd = [
-        sys.executable, "-m", "jupyter", "lab",
-        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={s.jupyter_port}", "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={s.root}",
-        "--ServerApp.open_browser=" + ("True" if open_browser else "False"),
-        FIRST_LESSON,
-    ]
-    print(f"JupyterLab on http://127.0.0.1:{s.jupyter_port} (token printed below). Stop it with Ctrl-C, then `make stop`.")
-    return subprocess.call(cmd, cwd=s.root, env=dict(os.environ, PYTHONNOUSERSITE="1"))
+    note = " (as root: started with allow_root)" if running_as_root() else ""
+    print(f"Starting JupyterLab on http://{HOST}:{s.jupyter_port}{note}; it opens on lesson 00.")
+    started = time.monotonic()
+    proc = subprocess.Popen(lab_command(s.jupyter_port, s.root, open_browser), cwd=s.root,
+                            env=dict(os.environ, PYTHONNOUSERSITE="1"))
+    _announce(proc)
+    code = proc.wait()
+    if code not in (0, -2, 130) and time.monotonic() - started < 60:
+        raise CourseError(f"JupyterLab stopped at once (exit code {code}); its messages are above. "
+                          "Fix what they name and run `make lab` again.")
+    return code
+
+
+def _announce(proc: subprocess.Popen, timeout_s: float = 60) -> None:
+    """Print the address of lesson 00, once the server has registered itself."""
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        servers = [s for s in running_servers() if s.get("pid") == proc.pid]
+        if servers:
+            print(f"\n    Open lesson 00:  {lesson_url(servers[0])}\n    Stop: Ctrl-C, then `make stop`.\n",
+                  flush=True)
+            return
+        time.sleep(0.5)
 
 
 def stop() -> int:

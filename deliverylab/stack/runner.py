@@ -32,6 +32,8 @@ def strip_unchecked(nb):
     """Clear unchecked cells; keep checked outputs small. Checked cells keep an execution
     count (nbval refuses stored outputs of a cell that never ran)."""
     nb.metadata.pop("widgets", None)  # saved widget state is bulky and differs run to run
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)  # run timestamps: noise in every diff
     for number, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), 1):
         if is_checked(cell):
             cell.outputs = [_small(o) for o in cell.outputs

@@ -101,6 +101,14 @@ def test_panel_crash_restart_and_replay_marks(lesson):
         pipe.drain()
         pipe.stop()
         assert pipe.status()["state"] == "stopped"
+        # the panel follows a stop it did not make itself (as after lesson.cleanup()), and
+        # offers only what works now: no crash, a restart
+        assert "stopped" in panel.status.value and "press Restart" in panel.status.value
+        assert panel.crash_button.disabled and not panel.restart_button.disabled
+
+        panel.restart_button.click()
+        assert pipe.running and "running" in panel.status.value and not panel.crash_button.disabled
+        pipe.stop()
 
         ledger = pipe.ledger()
         assert ledger.lost == 0

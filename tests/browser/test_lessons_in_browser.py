@@ -1,0 +1,194 @@
+"""What a learner sees in JupyterLab, checked in a real browser (headless Chromium).
+
+nbval compares text only: it cannot see a chart that renders as ``<Figure ...>``, a red
+stderr box, or a button that fails after Run All. This test can:
+
+* **Live**: lessons 00 and 01 and lab 01 are opened and run with Run > Run All Cells,
+  as a learner runs them. No cell may show an error or a stderr box, every chart cell
+  shows an image, the crash panel's buttons change its status line after Run All, a
+  Prediction keeps its pick when its cell is run again, and a lab's unfinished TODO
+  shows the course's one-line message.
+* **Every notebook**: the copy of each lesson, lab and solution that nbval executed in
+  this ``make test`` run (kept by ``deliverylab.stack.nbcapture``) is opened in JupyterLab:
+  every chart cell must show an image and no lesson cell an error or a stderr box. So
+  each new module is checked in the browser the day it lands, without running it twice.
+
+Screenshots of failures go to ``.state/browser/`` and are named in the failure message.
+"""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from deliverylab import course
+from deliverylab.config import settings
+from deliverylab.stack.nbcapture import executed_dir
+from labpage import RED_BOX, LabServer, NotebookPage
+
+pytestmark = pytest.mark.browser
+
+ROOT = settings().root
+LIVE_LESSONS = ["00-setup-and-tour", "01-three-guarantees"]
+
+
+def code_cell_count(path: Path) -> int:
+    return sum(1 for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code")
+
+
+def open_notebook(page, server: LabServer, relative: str) -> NotebookPage:
+    return NotebookPage(page, server, relative, code_cell_count(ROOT / relative))
+
+
+def chart_cells(path: Path) -> list[int]:
+    """Indexes (among code cells) of the cells whose last line draws a course chart."""
+    nb = nbformat.read(str(path), as_version=4)
+    found = []
+    for index, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        lines = [line for line in cell.source.strip().splitlines() if line.strip()]
+        if lines and lines[-1].lstrip().startswith("charts."):
+            found.append(index)
+    return found
+
+
+def raising_cells(path: Path) -> list[int]:
+    nb = nbformat.read(str(path), as_version=4)
+    return [i for i, c in enumerate(c for c in nb.cells if c.cell_type == "code")
+            if "raises-exception" in c.get("metadata", {}).get("tags", [])]
+
+
+def assert_what_a_learner_sees(nb: NotebookPage, source: Path, label: str) -> None:
+    """Charts are images; no red box (stderr or error) except where the notebook expects one (a lab's TODO)."""
+    problems = []
+    cells = nb.code_cells()
+    assert cells.count() == code_cell_count(source), f"{nb.name}: {cells.count()} code cells on the page"
+    for index in chart_cells(source):
+        if cells.nth(index).locator(".jp-OutputArea-output img").count() == 0:
+            problems.append(f"chart cell {index + 1} shows no image: "
+                            f"{cells.nth(index).locator('.jp-OutputArea').inner_text()[:80]!r}")
+    allowed = set(raising_cells(source))
+    for index in range(cells.count()):
+        boxes = cells.nth(index).locator(RED_BOX)
+        if index not in allowed and boxes.count():
+            problems.append(f"code cell {index + 1} shows a red box: {boxes.first.inner_text()[:200]!r}")
+    if problems:
+        shot = nb.screenshot(label)
+        raise AssertionError(f"{nb.name}: " + "; ".join(problems) + f" (screenshot: {shot})")
+
+
+# --------------------------------------------------------------------------- live
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory, chromium_path):
+    server = LabServer(tmp_path_factory.mktemp("live"), {"notebooks": ROOT / "notebooks", "labs": ROOT / "labs"})
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("lesson", LIVE_LESSONS)
+def test_a_lesson_runs_top_to_bottom_in_jupyterlab(live_server, page, lesson):
+    nb = open_notebook(page, live_server, f"notebooks/{lesson}.ipynb")
+    seconds = nb.run_all()
+    assert_what_a_learner_sees(nb, ROOT / "notebooks" / f"{lesson}.ipynb", "run-all")
+    print(f"{lesson}: Run All took {seconds:.0f} s in the browser")
+    if lesson == "01-three-guarantees":
+        check_the_crash_panel_after_run_all(nb)
+        check_a_prediction_keeps_its_pick(nb)
+
+
+def panel_status(nb: NotebookPage) -> str:
+    return nb.find(".widget-html").filter(has_text=re.compile(r"^at_least_once: ")).last.inner_text()
+
+
+def wait_for_status(nb: NotebookPage, pattern: str, timeout_s: float = 120) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = panel_status(nb)
+        if re.search(pattern, status):
+            return status
+        time.sleep(0.3)
+    shot = nb.screenshot("panel")
+    raise AssertionError(f"the crash panel's status never matched {pattern!r}: {panel_status(nb)!r} (screenshot: {shot})")
+
+
+def check_the_crash_panel_after_run_all(nb: NotebookPage) -> None:
+    before = wait_for_status(nb, r"running")
+    nb.find("button").filter(has_text="Crash driver").last.click()
+    crashed = wait_for_status(nb, r"crashed \(SIGKILL\)")
+    assert crashed != before
+    nb.find("button").filter(has_text="Restart").last.click()
+    wait_for_status(nb, r": running")
+    messages = nb.find(".widget-output").last.inner_text()
+    assert "driver killed at after_sink_write" in messages and "restarted" in messages, messages
+
+
+def check_a_prediction_keeps_its_pick(nb: NotebookPage) -> None:
+    """Pick an answer, then Shift+Enter on the same cell (what the lesson invites): the pick stays."""
+    cell = nb.code_cells().filter(has_text="guess = Prediction(").first
+
+    def run_cell_again():
+        cell.locator(".jp-InputArea-editor").click()
+        nb.page.keyboard.press("Shift+Enter")
+        nb.wait_idle(60)
+
+    run_cell_again()  # after Run All the first prediction is revealed and locked: show it afresh
+    radios = cell.locator(".widget-radio-box")
+    radios.get_by_text("some orders are written twice").click()
+    assert radios.locator("input:checked").count() == 1
+    run_cell_again()
+    checked = cell.locator(".widget-radio-box input:checked")
+    assert checked.count() == 1, f"the pick was lost (screenshot: {nb.screenshot('prediction')})"
+    picked = cell.locator(".widget-radio-box label").filter(has=nb.page.locator("input:checked"))
+    assert "written twice" in picked.inner_text()
+
+
+def test_an_unfinished_lab_todo_shows_the_friendly_message(live_server, page):
+    nb = open_notebook(page, live_server, "labs/01-three-guarantees-lab.ipynb")
+    nb.run_all()
+    source = ROOT / "labs" / "01-three-guarantees-lab.ipynb"
+    first_todo = min(raising_cells(source))
+    message = nb.code_cell(first_todo).locator(RED_BOX).inner_text()
+    assert message.startswith("TODO not done yet:") and "Traceback" not in message, \
+        f"{message!r} (screenshot: {nb.screenshot('todo')})"
+    assert_what_a_learner_sees(nb, source, "todo")  # red boxes only in the TODO cells
+    assert "SKIP" in nb.text()  # the checks of the unfinished step say so, instead of failing
+
+
+# --------------------------------------------------------------------------- every executed notebook
+
+
+def executed_notebooks() -> list[Path]:
+    folders = ("notebooks", "labs", "solutions")
+    return sorted(p for folder in folders for p in (ROOT / folder).glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def executed_server(tmp_path_factory, chromium_path):
+    folders = {name: executed_dir() / name for name in ("notebooks", "labs", "solutions")
+               if (executed_dir() / name).is_dir()}
+    if not folders:
+        pytest.fail("No executed notebooks in .state/executed: run nbval first (`make test` does, "
+                    "with -p deliverylab.stack.nbcapture).")
+    server = LabServer(tmp_path_factory.mktemp("executed"), folders)
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("source", executed_notebooks(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_notebook_shows_what_it_promises(executed_server, page, source):
+    relative = source.relative_to(ROOT).as_posix()
+    copy = executed_dir() / relative
+    assert copy.exists(), f"{relative} was not executed in this run: run nbval on it first (make test does)"
+    assert copy.stat().st_mtime >= source.stat().st_mtime, f"{relative} changed after its last nbval run"
+    nb = open_notebook(page, executed_server, relative)
+    assert_what_a_learner_sees(nb, source, "executed")
+
+
+def test_every_module_lesson_is_checked():
+    lessons = {p.stem for p in course.lesson_notebooks(ROOT)}
+    assert set(LIVE_LESSONS) <= lessons
+    assert {p.stem for p in executed_notebooks() if p.parent.name == "notebooks"} == lessons
