@@ -118,13 +118,13 @@ class CourseFigure(Figure):
         return buffer.getvalue()
 
 
-def _new_figure(figsize: tuple[float, float] = FIGSIZE) -> tuple[CourseFigure, Any]:
+def new_figure(figsize: tuple[float, float] = FIGSIZE) -> tuple[CourseFigure, Any]:
     """A pyplot-free figure with one axes, laid out so labels are never clipped."""
     fig = CourseFigure(figsize=figsize, layout="constrained")
     return fig, fig.add_subplot()
 
 
-def _headroom(ax, tallest: float, text_lines: int = 1) -> None:
+def headroom(ax, tallest: float, text_lines: int = 1) -> None:
     """Leave space above the tallest bar for its value label (and any stacked crash labels);
     counts are whole numbers, so the y ticks are too."""
     ax.set_ylim(0, max(tallest, 1) * (1.08 + 0.1 * text_lines))
@@ -154,7 +154,7 @@ def duplicate_count_chart(ledgers: Mapping[str, Ledger] | Sequence[Ledger], titl
     named = _named_ledgers(ledgers)
     width = 0.2
     with course_style():
-        fig, ax = _new_figure((max(FIGSIZE[0], 2.0 * len(named) + 1.5), FIGSIZE[1]))
+        fig, ax = new_figure((max(FIGSIZE[0], 2.0 * len(named) + 1.5), FIGSIZE[1]))
         for slot, (role, attribute) in enumerate(_LEDGER_BARS):
             xs = [group + (slot - 1.5) * width for group in range(len(named))]
             heights = [getattr(ledger, attribute) for _, ledger in named]
@@ -164,7 +164,7 @@ def duplicate_count_chart(ledgers: Mapping[str, Ledger] | Sequence[Ledger], titl
         ax.set_ylabel("order ids")
         ax.set_xlabel("pipeline")
         ax.set_title(title or "What reached the sink, per pipeline")
-        _headroom(ax, max(ledger.produced for _, ledger in named))
+        headroom(ax, max(ledger.produced for _, ledger in named))
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
@@ -174,7 +174,7 @@ def copies_histogram(ledger: Ledger, title: str | None = None) -> Figure:
     buckets = ledger.copy_buckets()
     roles = {"0": "lost", "1": "delivered once", "2": "duplicated", "3+": "duplicated"}
     with course_style():
-        fig, ax = _new_figure()
+        fig, ax = new_figure()
         labels = list(buckets)
         bars = ax.bar(labels, [buckets[b] for b in labels], width=0.6, color=[PALETTE[roles[b]] for b in labels])
         ax.bar_label(bars, padding=2, fontsize=8)
@@ -182,7 +182,7 @@ def copies_histogram(ledger: Ledger, title: str | None = None) -> Figure:
         ax.set_ylabel("order ids")
         name = f"{ledger.label}: " if ledger.label else ""
         ax.set_title(title or f"{name}copies per order id")
-        _headroom(ax, max(buckets.values()))
+        headroom(ax, max(buckets.values()))
         legend = [Patch(color=PALETTE[r], label=r) for r in ("lost", "delivered once", "duplicated")]
         if ledger.unexpected:
             legend.append(Patch(color="none", label=f"+{ledger.unexpected} ids never produced"))
@@ -247,7 +247,7 @@ def batch_timeline(batches: Iterable[BatchWrite], crashes: Iterable[CrashMark] =
     per_batch = _rows_per_batch(batches)
     crash_points = _crash_points(crashes)
     with course_style():
-        fig, ax = _new_figure()
+        fig, ax = new_figure()
         ids = list(per_batch)
         first = [per_batch[b][0] for b in ids]
         again = [per_batch[b][1] for b in ids]
@@ -256,7 +256,7 @@ def batch_timeline(batches: Iterable[BatchWrite], crashes: Iterable[CrashMark] =
             ax.bar(ids, again, bottom=first, width=0.6, color=PALETTE["replayed"], hatch="//",
                    edgecolor="white", linewidth=0, label="rows re-written on replay")
         tallest = max([f + a for f, a in zip(first, again)] or [0])
-        _headroom(ax, tallest, 1 + max((len(n) for n in crash_points.values()), default=0))
+        headroom(ax, tallest, 1 + max((len(n) for n in crash_points.values()), default=0))
         for batch_id, names in crash_points.items():
             ax.axvline(batch_id, color=PALETTE["crash"], linestyle="--", linewidth=1.2)
             ax.annotate("\n".join(f"crash: {n}" for n in names), xy=(batch_id, 1.0),

@@ -4,7 +4,9 @@ Everything can be overridden with an environment variable, so several learners c
 share one broker and a busy port can be moved without editing code:
 
     DELIVERYLAB_LEARNER          learner id used to prefix topics and folders (default: OS user)
-    DELIVERYLAB_KAFKA_PORT       broker port on 127.0.0.1 (default 9092)
+    DELIVERYLAB_KAFKA_PORT       broker port on 127.0.0.1 (default 9092); the broker's second
+                                 listener (FLAKY, reached through the flaky-network proxy) uses
+                                 the two ports after the controller's: 9094, and 9095 for the proxy
     DELIVERYLAB_CONTROLLER_PORT  KRaft controller port on 127.0.0.1 (default 9093)
     DELIVERYLAB_JUPYTER_PORT     JupyterLab port on 127.0.0.1 (default 8888)
     DELIVERYLAB_STATE            folder for jars, broker data and lesson state (default .state/)
@@ -67,6 +69,15 @@ class Settings:
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.kafka_port}"
+
+    @property
+    def flaky_listener_port(self) -> int:
+        """The broker's FLAKY listener, which advertises the proxy's port (see stack/flaky.py)."""
+        return self.controller_port + 1
+
+    @property
+    def flaky_proxy_port(self) -> int:
+        return self.controller_port + 2
 
     @property
     def jars(self) -> Path:

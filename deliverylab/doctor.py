@@ -70,12 +70,14 @@ def check_memory() -> Finding:
 def check_ports() -> Finding:
     s = settings()
     ours = broker.status().running
-    busy = [p for p in (s.kafka_port, s.controller_port) if not ours and not broker.port_is_free(p)]
+    ports = (s.kafka_port, s.controller_port, s.flaky_listener_port, s.flaky_proxy_port)
+    busy = [p for p in ports[:3] if not ours and not broker.port_is_free(p)]
+    busy += [ports[3]] if not broker.port_is_free(ports[3]) else []
     if busy:
         return Finding("ports", False, f"{', '.join(map(str, busy))} in use by another program",
                        "Stop that program, or set DELIVERYLAB_KAFKA_PORT / DELIVERYLAB_CONTROLLER_PORT to free ports.")
     owner = "the course's broker" if ours else "free"
-    return Finding("ports", True, f"{s.kafka_port}, {s.controller_port} ({owner})")
+    return Finding("ports", True, f"{', '.join(map(str, ports))} ({owner})")
 
 
 def check_jars() -> Finding:

@@ -150,7 +150,7 @@ def _run_query(spark, home: files.DriverHome, watch: processes.ParentWatch, spec
     spark.streams.addListener(listener)
     variant = variants.variant(spec["variant"])
     out = variants.Outputs(sink=spec["sink"], checkpoint=spec["checkpoint"], bootstrap=spec["bootstrap"],
-                           app_id=spec["app_id"])
+                           app_id=spec["app_id"], options=spec.get("options") or {})
     sinks.sink(variant.sink_kind, spec["sink"], spec["bootstrap"]).prepare(spark, table_first=variant.table_first)
     orders = variants.read_orders(spark, spec["bootstrap"], spec["topic"], starting_offsets=variant.starting_offsets,
                                   max_per_batch=spec.get("max_per_batch"))

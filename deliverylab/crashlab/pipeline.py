@@ -61,7 +61,7 @@ class Pipeline(PipelineRecord):
     """One pipeline variant of a lesson, with its topic, sink, checkpoint and driver process."""
 
     def __init__(self, lesson, variant: str, name: str | None = None, topic: str | None = None,
-                 max_per_batch: int | None = 500, seed: int = 7):
+                 max_per_batch: int | None = 500, seed: int = 7, options: dict | None = None):
         self.lesson = lesson
         self.variant = variants.variant(variant)
         self.name = name or variant
@@ -69,12 +69,14 @@ class Pipeline(PipelineRecord):
         self.topic = lesson.topic(topic or f"{self.name}-orders")
         self.max_per_batch = max_per_batch
         self.seed = seed
+        self.options = dict(options or {})  # passed to the variant as out.options
         self.folder = PipelineFolder(Path(lesson.path("pipelines", self.name)))
         self.run_dir = self.folder.path
         self.sink_kind = self.variant.sink_kind
         sink_class = sinks.SINKS[self.sink_kind]
         self.sink = sink_class.location_for(lesson, self.name)
         self.output = sink_class(self.sink, lesson.bootstrap)
+        self.output.pipeline = self  # a memory sink is read through the running driver
         self.checkpoint_root = lesson.checkpoint(self.name)
         self.produced: list[dict] = []
         self.crashes: list[Crash] = []
@@ -136,7 +138,7 @@ class Pipeline(PipelineRecord):
             "name": self.name, "variant": self.variant.name, "run": self.starts, "topic": self.topic,
             "bootstrap": self.lesson.bootstrap, "sink": self.sink, "checkpoint": self.checkpoint,
             "app_id": f"{self.lesson.topic_prefix}{self.name}", "max_per_batch": self.max_per_batch,
-            "folder": str(self.run_dir),
+            "folder": str(self.run_dir), "options": self.options,
         }
         # a new query's first batch (batch 0) always runs, even with no data; see _wait_ready
         self._new_query = not (Path(self.checkpoint) / "offsets").exists()
@@ -201,6 +203,22 @@ class Pipeline(PipelineRecord):
 
         orders = produce_orders(self.lesson.bootstrap, self.topic, n, seed=self.seed,
                                 start=len(self.produced), progress=progress)
+        self.produced.extend(orders)
+        return orders
+
+    def send(self, orders: list[dict]) -> list[dict]:
+        """Write these orders (dicts with the order fields, e.g. chosen event times) to the pipeline's topic.
+
+        Their ids must be new: they join ``produced``, the truth the ledger reconciles against.
+        """
+        from ..orders import produce
+
+        known = {o["order_id"] for o in self.produced}
+        repeated = sorted({o["order_id"] for o in orders} & known)
+        if repeated or len({o["order_id"] for o in orders}) != len(orders):
+            raise CourseError(f"send() needs order ids not sent before (repeated: {repeated[:5]}). To send a "
+                              "duplicate on purpose, write it to the topic yourself: the ledger must keep one truth.")
+        produce(self.lesson.bootstrap, self.topic, orders, progress=False)
         self.produced.extend(orders)
         return orders
 

@@ -11,6 +11,7 @@ reader sees (``files``: leftovers of attempts that never committed).
     delta        a Delta table                                   files a commit added
     sqlite       a table in a SQLite file                        committed rows
     kafka        a Kafka topic                                   every record (read_committed)
+    memory       a table in the driver's memory (memory sink)    rows of the running driver only
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class Sink:
     def __init__(self, location: str, bootstrap: str):
         self.location = location
         self.bootstrap = bootstrap
+        self.pipeline = None  # set by the Pipeline that writes here
 
     @classmethod
     def location_for(cls, lesson, name: str) -> str:
@@ -178,8 +180,49 @@ class KafkaTopic(Sink):
         return {"committed": None, "leftovers": [], "note": "a Kafka topic keeps every record it was sent"}
 
 
+class MemoryTable(Sink):
+    """Spark's memory sink: rows live in the driver process's memory, and die with it.
+
+    It is read by asking the running driver for its rows (a dump request, see files.py).
+    """
+
+    kind = "memory"
+    reads_without_spark = True
+    DUMP_TIMEOUT_S = 60
+
+    @classmethod
+    def location_for(cls, lesson, name: str) -> str:
+        import re
+
+        return "orders_" + re.sub(r"[^a-z0-9_]", "_", name.lower())  # a table name: the query's name
+
+    def exists(self) -> bool:
+        return True
+
+    def rows(self, spark=None) -> list[tuple]:
+        import time
+
+        pipe = self.pipeline
+        if pipe is None or not pipe.running:
+            return []  # no driver, no memory: the table is gone
+        home = pipe.driver.home
+        home.dump.unlink(missing_ok=True)
+        home.dump_request.write_text(self.location)
+        deadline = time.monotonic() + self.DUMP_TIMEOUT_S
+        while not home.dump.exists() and time.monotonic() < deadline and pipe.running:
+            time.sleep(0.05)
+        if not home.dump.exists():
+            return []
+        from ..stack.processes import read_jsonl
+
+        return ledger.normalise_rows(read_jsonl(home.dump), f"memory table {self.location}")
+
+    def files(self) -> dict:
+        return {"committed": None, "leftovers": [], "note": "a memory table is never on disk"}
+
+
 SINKS: dict[str, type[Sink]] = {cls.kind: cls for cls in (ParquetFolder, FileSinkFolder, DeltaTable, SQLiteTable,
-                                                           KafkaTopic)}
+                                                           KafkaTopic, MemoryTable)}
 
 
 def sink(kind: str, location: str, bootstrap: str) -> Sink:

@@ -9,7 +9,7 @@ and the kind of sink it writes (see ``sinks.py``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config import CourseError
 from ..course import did_you_mean
@@ -20,10 +20,11 @@ ORDER_COLUMNS = ["order_id", "customer_id", "amount", "status", "event_time"]
 
 @dataclass(frozen=True)
 class Outputs:
-    sink: str          # a folder (Parquet, Delta), a SQLite file, or a Kafka topic
+    sink: str          # a folder (Parquet, Delta), a SQLite file, a Kafka topic, a memory table name
     checkpoint: str    # the query's checkpoint folder
     bootstrap: str     # the Kafka broker
     app_id: str        # a stable id for idempotent writers (Delta txnAppId)
+    options: dict = field(default_factory=dict)  # a lesson's settings for a variant (Pipeline(options=...))
 
 
 def read_orders(spark, bootstrap: str, topic: str, starting_offsets: str = "earliest", max_per_batch: int | None = None):
@@ -50,6 +51,16 @@ def at_most_once(orders, out: Outputs):
         batch.write.mode("append").parquet(out.sink)
 
     return orders.writeStream.foreachBatch(append).option("checkpointLocation", out.checkpoint).start()
+
+
+def memory_sink(orders, out: Outputs):
+    """Spark's memory sink: a table in the driver's memory, gone when the driver dies.
+
+    Spark refuses to resume such a query from its checkpoint ("This query does not support
+    recovering from checkpoint location"), so a restart is a new query with a new checkpoint.
+    """
+    return (orders.writeStream.format("memory").queryName(out.sink)
+            .option("checkpointLocation", out.checkpoint).start())
 
 
 # ---------------------------------------------------------------------------
@@ -148,6 +159,7 @@ class Variant:
 
 VARIANTS = {v.name: v for v in (
     Variant("at_most_once", at_most_once, "at-most-once", "parquet", "latest", fresh_checkpoint_each_start=True),
+    Variant("memory_sink", memory_sink, "at-most-once", "memory", "latest", fresh_checkpoint_each_start=True),
     Variant("at_least_once", at_least_once, "at-least-once", "parquet"),
     Variant("file_sink", file_sink, "exactly-once", "parquet-log"),
     Variant("kafka_sink", kafka_sink, "at-least-once", "kafka"),

@@ -47,11 +47,14 @@ def server_properties(s: Settings) -> str:
         "process.roles=broker,controller",
         "node.id=1",
         f"controller.quorum.bootstrap.servers={HOST}:{s.controller_port}",
-        f"listeners=PLAINTEXT://{HOST}:{s.kafka_port},CONTROLLER://{HOST}:{s.controller_port}",
-        f"advertised.listeners=PLAINTEXT://{HOST}:{s.kafka_port}",
+        f"listeners=PLAINTEXT://{HOST}:{s.kafka_port},CONTROLLER://{HOST}:{s.controller_port},"
+        f"FLAKY://{HOST}:{s.flaky_listener_port}",
+        # clients that bootstrap through the FLAKY listener are told to use the flaky-network
+        # proxy's port: all their traffic then passes through it (stack/flaky.py)
+        f"advertised.listeners=PLAINTEXT://{HOST}:{s.kafka_port},FLAKY://{HOST}:{s.flaky_proxy_port}",
         "controller.listener.names=CONTROLLER",
         "inter.broker.listener.name=PLAINTEXT",
-        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,FLAKY:PLAINTEXT",
         f"log.dirs={data}",
         "num.partitions=2",
         "auto.create.topics.enable=false",
@@ -193,7 +196,8 @@ def up(log=print) -> BrokerStatus:
         if pid:
             # ours, starting up (or stuck): wait for it below instead of starting a second one
             return _wait_ready(s, pid, time.monotonic())
-        for port, var in ((s.kafka_port, "DELIVERYLAB_KAFKA_PORT"), (s.controller_port, "DELIVERYLAB_CONTROLLER_PORT")):
+        for port, var in ((s.kafka_port, "DELIVERYLAB_KAFKA_PORT"), (s.controller_port, "DELIVERYLAB_CONTROLLER_PORT"),
+                          (s.flaky_listener_port, "DELIVERYLAB_CONTROLLER_PORT")):
             if not port_is_free(port):
                 raise CourseError(
                     f"Port {port} on {HOST} is taken by another program, so the course's broker cannot start. "
