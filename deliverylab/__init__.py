@@ -22,7 +22,8 @@ Labs, quizzes and progress
 
 The machine (stack/: imports no course code)
     stack/       java, jars (+ ivy/), broker, kafka clients, session, processes, jupyter,
-                 runner, nbcapture (keeps what nbval executed, for the browser test)
+                 runner, nbcapture (keeps what nbval executed, for the browser test),
+                 flaky (a proxy that loses produce replies)
 
 The crash lab (crashlab/)
     crashlab/    variants (the pipelines, one table), sinks, crashpoints (+ java/ hook),

@@ -5,6 +5,7 @@
     session    the SparkSession of a process       processes child processes: spawn, watch, kill
     jupyter    JupyterLab for `make lab`          runner    execute a notebook, keep checked outputs
     nbcapture  a pytest plugin keeping every notebook as nbval executed it, with its timings
+    flaky      a loopback proxy that loses produce replies: a real network fault for retries
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.
 """
