@@ -3,6 +3,7 @@
     consumers   the code the lesson shows: four consumer variants in ONE table, the crash hook
     process     the consumer process: its poll loop and command line
     harness     the notebook side: runs a variant in a process, crashes it, reconciles the sink
+    lab         the lab's checks, one function per exercise
 
     from deliverylab.modules import m01
     report = m01.crash_and_recover("write_then_commit", lesson)

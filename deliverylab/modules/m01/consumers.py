@@ -7,8 +7,10 @@ a SQLite database file. Handling a batch takes two steps, and the *order* of the
     commit_then_write   at-most-once    commit offsets to Kafka, then write the rows
     write_then_commit   at-least-once   write the rows, then commit offsets to Kafka
     offsets_with_data   exactly-once    rows and offsets in ONE SQLite transaction
-    upsert_by_id        exactly-once    write then commit, but order_id is a primary key,
-                        (effect)        so a replayed row lands on the row it wrote before
+    upsert_by_id        exactly-once    write then commit, but the write is an upsert on order_id
+                        (effect)        (the primary key): a replayed row replaces the row it wrote
+                                        before. Exactly-once only because each order_id is one
+                                        event here (see the lesson).
 
 :data:`VARIANTS` is the one table of them. The machinery that runs a variant in a process
 of its own and crashes it is in ``harness.py``.
@@ -49,7 +51,7 @@ class CrashPoint:
     def maybe_crash(self, moment: str) -> None:
         if moment == self.moment and self.current_batch == self.batch:
             self.log({"event": "crash", "moment": moment, "batch": self.current_batch})
-            os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finally blocks: a real death
+            os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no finally blocks: a real process death
 
 
 # --------------------------------------------------------------------------- the two steps
@@ -65,16 +67,19 @@ def insert_rows(db: sqlite3.Connection, batch: list) -> None:
 
 
 def upsert_rows(db: sqlite3.Connection, batch: list) -> None:
-    """INSERT that ignores an order_id the table already holds (order_id is the primary key)."""
+    """An upsert on order_id (the primary key): a row whose id is already there replaces it."""
     db.executemany(
         "INSERT INTO orders (order_id, customer_id, amount, status, event_time, kafka_partition, kafka_offset)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (order_id) DO NOTHING",
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (order_id) DO UPDATE SET"
+        " customer_id = excluded.customer_id, amount = excluded.amount, status = excluded.status,"
+        " event_time = excluded.event_time, kafka_partition = excluded.kafka_partition,"
+        " kafka_offset = excluded.kafka_offset",
         [_row(record) for record in batch],
     )
 
 
 def commit_to_kafka(consumer, batch: list) -> None:
-    """Store in Kafka, for this consumer group, the offset after the batch's last record."""
+    """Store in Kafka, for this consumer group, the offset of the next record to read (last + 1)."""
     from kafka.structs import OffsetAndMetadata
 
     consumer.commit({tp: OffsetAndMetadata(offset, "", -1) for tp, offset in next_offsets(batch).items()})
@@ -139,8 +144,8 @@ def offsets_with_data(consumer, db, batch, crash_point):
 
 
 def upsert_by_id(consumer, db, batch, crash_point):
-    """Exactly-once effect: at-least-once delivery into a write that ignores repeats."""
-    with db:                                   # step 1: one row per order_id, repeats ignored
+    """Exactly-once effect: at-least-once delivery into a write that a repeat cannot double."""
+    with db:                                   # step 1: one row per order_id, a repeat replaces it
         upsert_rows(db, batch)
     crash_point.maybe_crash("between_steps")
     commit_to_kafka(consumer, batch)           # step 2: the group's offsets move past the batch
@@ -197,7 +202,7 @@ VARIANTS = {v.name: v for v in (
             (_ORDERS_TABLE.format(key=""), _OFFSETS_TABLE),
             "exactly-once", "rows and offsets in one SQLite transaction; a crash in between leaves neither"),
     Variant("upsert_by_id", upsert_by_id, start_from_group, True, (_ORDERS_TABLE.format(key=" PRIMARY KEY"),),
-            "exactly-once", "write then commit, but order_id is a primary key, so a replayed row is ignored"),
+            "exactly-once", "write then commit, but an upsert on order_id: a replayed row replaces its first copy"),
 )}
 
 
