@@ -16,6 +16,10 @@ All four fire inside the driver's JVM, in the course's small Java hook
   1 never is. (For MERGE and foreachBatch sinks that read the batch before writing, the
   trap fires while the batch is being read: see the lessons.)
 
+A variant can also name crash points of its own, inside its batch function (for example
+between writing the data and writing a marker): it calls :func:`crash_here` there, in
+Python, in the driver, and lists the names in its ``crash_points`` (variants.py).
+
 Arming is one line in the run's crash file: ``"<point> <batch>"``, where ``<batch>`` is a
 batch id or ``next`` (the next batch that reaches the point). When a crash fires, the hook
 writes the point and the real batch id to ``<file>.fired``, removes the armed file (so
@@ -23,6 +27,9 @@ the restarted driver runs normally), SIGKILLs the Python driver and halts its JV
 """
 from __future__ import annotations
 
+import os
+import re
+import signal
 from pathlib import Path
 
 from ..config import CourseError
@@ -59,18 +66,23 @@ MID_WRITE_AFTER_ROWS = 5
 MID_WRITE_WAIT_S = 1.5
 
 
-def check_point(point: str, allow_now: bool = False) -> str:
-    """``point`` if it names a crash point (or "now" when allowed), else a CourseError listing them."""
-    valid = list(CRASH_POINTS) + ([CRASH_NOW] if allow_now else [])
+#: What a variant's own crash point may be called (it goes into the one-line crash file).
+_POINT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def check_point(point: str, allow_now: bool = False, extra=()) -> str:
+    """``point`` if it names a crash point (``extra``: a variant's own; "now" when allowed), else a
+    CourseError listing them."""
+    valid = list(CRASH_POINTS) + list(extra) + ([CRASH_NOW] if allow_now else [])
     if point not in valid:
         hint = " (\"now\" is not armed: use pipe.crash(\"now\"))" if point == CRASH_NOW else ""
         raise CourseError(f"Unknown crash point {point!r}{hint}. Valid crash points: {', '.join(valid)}.")
     return point
 
 
-def arming_line(point: str, batch: int | None = None) -> str:
+def arming_line(point: str, batch: int | None = None, extra=()) -> str:
     """The crash file's content for ``point`` in ``batch`` (None: the next batch)."""
-    check_point(point)
+    check_point(point, extra=extra)
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 0):
         raise CourseError(f"batch must be a batch id (an int >= 0) or None for the next batch, not {batch!r}.")
     return f"{point} {'next' if batch is None else batch}\n"
@@ -79,16 +91,16 @@ def arming_line(point: str, batch: int | None = None) -> str:
 def parse_arming(text: str) -> tuple[str, str] | None:
     """``(point, batch)`` from a crash file's text, batch being digits or "next"; None if malformed."""
     parts = text.split()
-    if len(parts) != 2 or parts[0] not in CRASH_POINTS:
+    if len(parts) != 2 or not _POINT_NAME.match(parts[0]) or parts[0] == CRASH_NOW:
         return None
     if parts[1] != "next" and not parts[1].isdigit():
         return None
     return parts[0], parts[1]
 
 
-def arm(crash_file: str | Path, point: str, batch: int | None = None) -> None:
+def arm(crash_file: str | Path, point: str, batch: int | None = None, extra=()) -> None:
     """Arm ``point`` for batch ``batch`` (None: the next batch that reaches the point)."""
-    line = arming_line(point, batch)
+    line = arming_line(point, batch, extra)
     path = Path(crash_file)
     Path(f"{path}.fired").unlink(missing_ok=True)
     tmp = Path(f"{path}.tmp")
@@ -120,6 +132,20 @@ def fired(crash_file: str | Path) -> tuple[str, int] | None:
 def matches(state: tuple[str, str] | None, point: str, batch: int) -> bool:
     """Does the armed ``state`` ask for a crash at ``point`` in ``batch``?"""
     return state is not None and state[0] == point and state[1] in ("next", str(batch))
+
+
+def crash_here(point: str, batch_id: int) -> None:
+    """Called by a variant inside its batch function, in the driver: if ``point`` is armed for
+    this batch, record it as the Java hook does and SIGKILL this driver and its JVM at once."""
+    crash_file = os.environ.get(CRASH_FILE_ENV)
+    if not crash_file or not matches(armed(crash_file), point, batch_id):
+        return
+    fired_file = Path(f"{crash_file}.fired")
+    tmp = Path(f"{fired_file}.tmp")
+    tmp.write_text(f"{point} {batch_id}\n")
+    tmp.replace(fired_file)
+    disarm(crash_file)
+    os.killpg(os.getpgrp(), signal.SIGKILL)  # the driver leads its process group: its JVM dies too
 
 
 def hook_conf(crash_file: str | Path, driver_pid: int) -> dict[str, str]:

@@ -148,11 +148,13 @@ def _run_query(spark, home: files.DriverHome, watch: processes.ParentWatch, spec
 
     listener = Progress()
     spark.streams.addListener(listener)
-    variant = variants.variant(spec["variant"])
+    variant = (variants.load_custom(spec["code"], spec["variant"], spec) if spec.get("code")
+               else variants.variant(spec["variant"]))
     out = variants.Outputs(sink=spec["sink"], checkpoint=spec["checkpoint"], bootstrap=spec["bootstrap"],
                            app_id=spec["app_id"], options=spec.get("options") or {})
     sinks.sink(variant.sink_kind, spec["sink"], spec["bootstrap"]).prepare(spark, table_first=variant.table_first)
-    orders = variants.read_orders(spark, spec["bootstrap"], spec["topic"], starting_offsets=variant.starting_offsets,
+    starting = out.options.get("starting_offsets", variant.starting_offsets)  # a lesson may override it
+    orders = variants.read_orders(spark, spec["bootstrap"], spec["topic"], starting_offsets=starting,
                                   max_per_batch=spec.get("max_per_batch"))
     orders = orders.filter(F.call_function(crashpoints.MID_WRITE_GATE, F.col("order_id")))
     query = variant.start(orders, out)

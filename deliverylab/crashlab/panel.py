@@ -40,13 +40,14 @@ class CrashPanel:
     def __init__(self, pipe, point: str = "after_sink_write", count_rows: bool = True, orders: int = 500):
         import ipywidgets as w
 
-        crashpoints.check_point(point, allow_now=True)
+        crashpoints.check_point(point, allow_now=True, extra=pipe.variant.crash_points)
         self.pipe = pipe
         self.count_rows = count_rows
         self.orders = orders
         self.messages: list[str] = []
         self.snapshot_at_crash: str | None = None
-        self.point = w.Dropdown(options=[*crashpoints.CRASH_POINTS, crashpoints.CRASH_NOW], value=point,
+        points = [*crashpoints.CRASH_POINTS, *pipe.variant.crash_points, crashpoints.CRASH_NOW]
+        self.point = w.Dropdown(options=points, value=point,
                                 description="crash at", style={"description_width": "initial"})
         self.crash_button = w.Button(description="Crash driver", button_style="danger", icon="bolt")
         self.restart_button = w.Button(description="Restart", button_style="success", icon="play")
@@ -65,7 +66,7 @@ class CrashPanel:
     # ---- the Python twins of the buttons ----------------------------------------
     def crash(self, point: str | None = None):
         """Crash the driver at ``point`` (default: the dropdown's choice). Returns the crashlab.Crash."""
-        point = crashpoints.check_point(point or self.point.value, allow_now=True)
+        point = crashpoints.check_point(point or self.point.value, allow_now=True, extra=self.pipe.variant.crash_points)
         self.point.value = point
         with self._busy():
             crash = self.pipe.crash(point, orders=self.orders)

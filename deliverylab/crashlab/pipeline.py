@@ -60,11 +60,19 @@ class Crash:
 class Pipeline(PipelineRecord):
     """One pipeline variant of a lesson, with its topic, sink, checkpoint and driver process."""
 
-    def __init__(self, lesson, variant: str, name: str | None = None, topic: str | None = None,
-                 max_per_batch: int | None = 500, seed: int = 7, options: dict | None = None):
+    def __init__(self, lesson, variant, name: str | None = None, topic: str | None = None,
+                 max_per_batch: int | None = 500, seed: int = 7, options: dict | None = None,
+                 sink: str = "delta", crash_points: tuple = ()):
+        """``variant``: a name from variants.VARIANTS, or your own function ``(orders, out) -> query``
+        (then ``sink`` says what it writes to, and ``crash_points`` names its own crash points)."""
         self.lesson = lesson
-        self.variant = variants.variant(variant)
-        self.name = name or variant
+        self._code = None
+        if callable(variant):
+            self.variant = variants.custom(variant, sink_kind=sink, crash_points=crash_points)
+            self._code = variants.custom_source(variant)
+        else:
+            self.variant = variants.variant(variant)
+        self.name = name or self.variant.name
         # a topic per pipeline: each numbers its orders from 0, so two must never share one
         self.topic = lesson.topic(topic or f"{self.name}-orders")
         self.max_per_batch = max_per_batch
@@ -140,6 +148,11 @@ class Pipeline(PipelineRecord):
             "app_id": f"{self.lesson.topic_prefix}{self.name}", "max_per_batch": self.max_per_batch,
             "folder": str(self.run_dir), "options": self.options,
         }
+        if self._code is not None:  # a learner's own pipeline: the driver imports it from a file
+            code = self.run_dir / "pipeline_code.py"
+            code.write_text(self._code)
+            spec.update(code=str(code), sink_kind=self.sink_kind, guarantee=self.variant.guarantee,
+                        crash_points=list(self.variant.crash_points))
         # a new query's first batch (batch 0) always runs, even with no data; see _wait_ready
         self._new_query = not (Path(self.checkpoint) / "offsets").exists()
         self._started_at = time.time()
@@ -195,6 +208,14 @@ class Pipeline(PipelineRecord):
         if self.running:
             self.driver.stop()
             self._changed()
+
+    def delete_checkpoint(self) -> None:
+        """Delete the pipeline's checkpoint (stopped pipelines only): the next start is a new query."""
+        if self.running:
+            raise CourseError(f"Pipeline {self.name!r} is running; stop it (or crash it) before deleting its checkpoint.")
+        import shutil
+
+        shutil.rmtree(self.checkpoint_root, ignore_errors=True)
 
     # ---- data ----------------------------------------------------------------
     def produce(self, n: int, progress: bool = False) -> list[dict]:
@@ -264,7 +285,7 @@ class Pipeline(PipelineRecord):
         """Arm a crash at ``point`` for batch ``batch`` (None: the next batch to get there)."""
         if not self.running:
             raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before arming a crash.")
-        crashpoints.arm(self.driver.home.crash, point, batch)
+        crashpoints.arm(self.driver.home.crash, point, batch, extra=self.variant.crash_points)
 
     def crash(self, point: str, batch: int | None = None, orders: int = 500) -> Crash:
         """Crash the driver at ``point`` and return what happened.
@@ -274,7 +295,7 @@ class Pipeline(PipelineRecord):
         for the driver to die. ``point="now"`` kills the driver and its JVM at once,
         wherever they are; its ``batch`` is the batch left planned but uncommitted, if any.
         """
-        crashpoints.check_point(point, allow_now=True)
+        crashpoints.check_point(point, allow_now=True, extra=self.variant.crash_points)
         if not self.running:
             raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before crashing it.")
         if point == crashpoints.CRASH_NOW:

@@ -155,6 +155,7 @@ class Variant:
     starting_offsets: str = "earliest"
     fresh_checkpoint_each_start: bool = False
     table_first: bool = False  # the sink table must exist before batch 0 (a MERGE needs a target)
+    crash_points: tuple = ()   # its own crash points, inside its batch function (crashpoints.crash_here)
 
 
 VARIANTS = {v.name: v for v in (
@@ -168,6 +169,63 @@ VARIANTS = {v.name: v for v in (
     Variant("delta_merge", delta_merge, "exactly-once", "delta", table_first=True),
     Variant("sqlite_upsert", sqlite_upsert, "exactly-once", "sqlite"),
 )}
+
+
+#: Prepended to a learner's pipeline function when it runs in a driver process.
+CUSTOM_HEADER = """# Written by deliverylab from a notebook cell: the pipeline this driver runs.
+from pyspark.sql import functions as F
+from deliverylab.crashlab.crashpoints import crash_here
+from deliverylab.crashlab.variants import Outputs
+
+
+"""
+
+
+def custom(function, sink_kind: str = "delta", guarantee: str = "unknown", crash_points: tuple = ()) -> Variant:
+    """A learner's own pipeline: ``def my_pipeline(orders, out): ... return query``.
+
+    It runs in a driver process of its own, so it must be self-contained: it sees only
+    what it imports or defines inside itself (plus ``F``, ``crash_here`` and ``Outputs``).
+    """
+    import inspect
+
+    if not callable(function) or len(inspect.signature(function).parameters) != 2:
+        raise CourseError("A pipeline is a function of two arguments, (orders, out), that starts the query "
+                          "and returns it: def my_pipeline(orders, out): return orders.writeStream...start()")
+    if sink_kind not in _sink_kinds():
+        raise CourseError(f"Unknown sink kind {sink_kind!r}.{did_you_mean(sink_kind, _sink_kinds())} "
+                          f"Sink kinds: {', '.join(_sink_kinds())}.")
+    return Variant(function.__name__, function, guarantee, sink_kind, crash_points=tuple(crash_points))
+
+
+def custom_source(function) -> str:
+    """The module a driver imports to run a learner's pipeline function."""
+    import inspect
+    import textwrap
+
+    try:
+        code = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        raise CourseError(f"Cannot read the code of {getattr(function, '__name__', function)!r}. Define the "
+                          "pipeline with `def` in a notebook cell (not a lambda), then pass it.") from None
+    return CUSTOM_HEADER + code
+
+
+def load_custom(path: str, name: str, spec: dict) -> Variant:
+    """In a driver: the learner's function from the file the notebook wrote (see custom_source)."""
+    import importlib.util
+
+    module_spec = importlib.util.spec_from_file_location(f"deliverylab_custom_{name}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return Variant(name, getattr(module, name), spec.get("guarantee", "unknown"), spec["sink_kind"],
+                   crash_points=tuple(spec.get("crash_points", ())))
+
+
+def _sink_kinds() -> list[str]:
+    from .sinks import SINKS
+
+    return list(SINKS)
 
 
 def variant(name: str) -> Variant:

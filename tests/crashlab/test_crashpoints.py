@@ -58,7 +58,9 @@ def test_arming_line_rejects_bad_batches(batch):
     ("", None),
     ("after_commit", None),
     ("after_commit 4 5", None),
-    ("explode 4", None),
+    ("explode 4", ("explode", "4")),  # a variant may name its own points (checked when armed)
+    ("Explode! 4", None),
+    ("now 4", None),
     ("after_commit -1", None),
     ("after_commit later", None),
 ])
