@@ -98,7 +98,8 @@ def _is_todo_error(error: BaseException) -> bool:
     return isinstance(error, LabTodo) or "TODO not done yet" in str(error)
 
 
-def _todo_text(error: BaseException) -> str:
+def todo_text(error: BaseException | str) -> str:
+    """The TODO's own words from a LabTodo, or from any error (or text) that carries its message."""
     if isinstance(error, LabTodo):
         return error.text
     message = str(error)
@@ -116,7 +117,7 @@ def _resolve(value: Any) -> Any:
         raise _Skipped(f"{error}; run the cells above first, or finish the TODO that defines it") from None
     except Exception as error:
         if _is_todo_error(error):
-            raise _Skipped(f"an earlier step is not done yet: {_todo_text(error)}") from None
+            raise _Skipped(f"an earlier step is not done yet: {todo_text(error)}") from None
         raise
 
 
@@ -377,6 +378,10 @@ class Checks:
         print("\n".join(result.lines))
         if result.passed and self.record:
             self._record("record_check", self.module, description)
+        if self.record:
+            from .workshop import events  # the class board, in shared-broker mode only
+
+            events.check_result(self.module, description, result.status)
 
     def _evaluate(self, key, description, value, verdict, hint, depends_on) -> CheckResult:
         missing = self._unmet_dependency(depends_on)

@@ -69,6 +69,11 @@ def check_memory() -> Finding:
 
 def check_ports() -> Finding:
     s = settings()
+    if s.shared:  # no broker of our own: only the flaky-network proxy listens on this machine
+        free = broker.port_is_free(s.flaky_proxy_port)
+        return Finding("ports", free, f"{s.flaky_proxy_port} ({'free' if free else 'in use by another program'}; "
+                                      "for the flaky-network proxy; the broker is shared)",
+                       "" if free else f"Stop the program using port {s.flaky_proxy_port}.")
     ours = broker.status().running
     ports = (s.kafka_port, s.controller_port, s.flaky_listener_port, s.flaky_proxy_port)
     busy = [p for p in ports[:3] if not ours and not broker.port_is_free(p)]
@@ -90,12 +95,34 @@ def check_jars() -> Finding:
 
 def check_broker() -> Finding:
     st = broker.status()
+    if st.shared_by:
+        if st.answering:
+            return Finding("broker", True, f"the shared broker at {st.bootstrap} (set by {st.shared_by}) is answering")
+        return Finding("broker", False, f"the shared broker at {st.bootstrap} (set by {st.shared_by}) does not answer",
+                       str(broker.shared_broker_error(settings())))
     if st.running and st.answering:
-        return Finding("broker", True, f"answering on {st.bootstrap}")
+        return Finding("broker", True, f"the course's own broker, answering on {st.bootstrap}")
     if st.running:
         return Finding("broker", False, f"running (pid {st.pid}) but not answering on {st.bootstrap}",
                        "Run `python -m deliverylab stack down` then `stack up`; see .state/kafka/broker.log.")
     return Finding("broker", False, "not running", "Run `python -m deliverylab stack up` (or `make lab`).")
+
+
+def check_learner() -> Finding:
+    """The learner id, and (on a shared broker) whether another machine uses it too."""
+    s = settings()
+    detail = f"{s.learner} (from {s.learner_source})"
+    if not s.shared:
+        return Finding("learner", True, detail)
+    from .workshop import events, feed, presence
+
+    try:
+        found = presence.twins(feed.read_events(s.bootstrap), s.learner, events.machine_id())
+    except Exception:  # noqa: BLE001 - the broker check above says what is wrong with the broker
+        found = {}
+    warning = presence.twin_warning(found, s.learner, s.learner_source)
+    return Finding("learner", warning is None, detail + ("" if warning is None else ", used by another machine too"),
+                   warning or "")
 
 
 def check_disk() -> Finding:
@@ -112,7 +139,8 @@ def check_user() -> Finding:
     return Finding("user", True, "not root")
 
 
-CHECKS = (check_python, check_java, check_memory, check_disk, check_ports, check_jars, check_broker, check_user)
+CHECKS = (check_python, check_java, check_memory, check_disk, check_ports, check_jars, check_broker, check_learner,
+          check_user)
 
 
 def run(print_fn=print) -> list[Finding]:

@@ -190,7 +190,13 @@ class Ledger:
         return buckets
 
     def verdict_line(self) -> str:
-        """One stable line, e.g. ``verdict: exactly-once (produced=2000 lost=0 duplicated=0)``."""
+        """One stable line, e.g. ``verdict: exactly-once (produced=2000 lost=0 duplicated=0)``.
+
+        In shared-broker mode the verdict also goes to the class board (workshop/events.py).
+        """
+        from .workshop import events
+
+        events.verdict_seen(self.verdict, self.produced, self.lost, self.duplicated)
         return (
             f"verdict: {self.verdict} "
             f"(produced={self.produced} lost={self.lost} duplicated={self.duplicated})"

@@ -3,17 +3,24 @@
 It makes sure the broker is up, gives the lesson its own topics and folders (prefixed by
 the learner id, so several learners can share one broker), resets that lesson's state,
 and prints a five-line summary. Running it twice is safe: the second run stops the
-lesson's streams and starts clean again.
+lesson's streams and starts clean again. ``lesson.reset()`` (the "Reset lesson" button under
+the setup cell) does the same without re-running the cell.
+
+A reset deletes only what carries the lesson's own prefix: topics and consumer groups under
+``xo.<learner>.<lesson>.`` and the folder ``.state/lessons/<learner>/<lesson>/``. On a shared
+broker, a reset of another learner's data is refused.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import TOPIC_PREFIX, settings
+from .config import TOPIC_PREFIX, CourseError, learner_id, settings
 from .course import check_lesson_name, title
-from .stack import broker, kafka
+from .stack import broker, kafka, processes
 
 
 def _rel(path: Path) -> str:
@@ -84,6 +91,22 @@ class Lesson:
             fn()
         self._cleanups.clear()
 
+    def reset(self, log=print) -> None:
+        """Stop this lesson's streams and pipelines, then delete its topics, consumer groups,
+        tables and checkpoints, and nothing else. Afterwards, run the lesson's cells again
+        from the one after the setup cell."""
+        started = time.monotonic()
+        refuse_unless_own(self.topic_prefix)
+        running = sum(1 for query in self._queries if _is_active(query))
+        self.cleanup()
+        # leftover child processes of this lesson (a consumer, a driver) whose arguments name its folder
+        leftovers = processes.stop_course_processes(str(self.folder) + os.sep)
+        topics, groups = _wipe(self)
+        stopped = running + leftovers
+        log(f"lesson {self.name} reset in {time.monotonic() - started:.1f} s: stopped {stopped} stream(s) or "
+            f"pipeline(s), deleted {topics} topic(s) ({self.topic_prefix}*) and {groups} consumer group(s), "
+            f"emptied {_rel(self.folder)}/")
+
     # ---- progress ----------------------------------------------------------
     def complete(self) -> None:
         """The last cell of a lesson: record that the learner ran it to the end.
@@ -117,9 +140,50 @@ def _stop_kernel_queries() -> None:
             pass
 
 
-def _reset_topics(prefix: str) -> None:
-    bootstrap = settings().bootstrap
-    kafka.delete_topics(bootstrap, kafka.topics(bootstrap, prefix=prefix) or [])
+def _is_active(query) -> bool:
+    try:
+        return bool(getattr(query, "isActive", True))
+    except Exception:  # a query whose JVM side is gone is not running
+        return False
+
+
+def refuse_unless_own(prefix: str) -> None:
+    """A CourseError when, on a shared broker, ``prefix`` is not this learner's (another learner's data)."""
+    s = settings()
+    if s.shared and not s.owns(prefix):
+        raise CourseError(
+            f"Refused: {prefix}* is not yours. On the shared broker at {s.bootstrap} a reset deletes only your "
+            f"own topics ({s.learner_prefix()}*), never another learner's or the class board's. (Your learner id "
+            f"is {s.learner!r}, from {s.learner_source}.)"
+        )
+
+
+def _delete_groups(bootstrap: str, prefix: str) -> int:
+    """Delete the consumer groups named with ``prefix``; a group with a live member is left alone."""
+    try:
+        names = [group for group in kafka.consumer_groups(bootstrap) if group.startswith(prefix)]
+    except Exception:  # noqa: BLE001 - groups hold no data a lesson reads; never fail a reset on them
+        return 0
+    deleted = 0
+    for group in names:
+        try:
+            kafka.delete_group(bootstrap, group)
+            deleted += 1
+        except Exception:  # noqa: BLE001
+            pass
+    return deleted
+
+
+def _wipe(lesson: Lesson) -> tuple[int, int]:
+    """Delete the lesson's topics, consumer groups and folder; recreate its empty folders."""
+    refuse_unless_own(lesson.topic_prefix)
+    names = kafka.topics(lesson.bootstrap, prefix=lesson.topic_prefix) or []
+    kafka.delete_topics(lesson.bootstrap, names)
+    groups = _delete_groups(lesson.bootstrap, lesson.topic_prefix) if names else 0
+    shutil.rmtree(lesson.folder, ignore_errors=True)
+    for sub in ("checkpoints", "tables"):
+        (lesson.folder / sub).mkdir(parents=True, exist_ok=True)
+    return len(names), groups
 
 
 def setup(name: str, *, reset: bool = True, quiet: bool = False) -> Lesson:
@@ -133,34 +197,44 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False) -> Lesson:
     folder = s.lessons_dir / s.learner / name
     lesson = Lesson(name=name, learner=s.learner, bootstrap=s.bootstrap, folder=folder)
     if reset:
-        _reset_topics(lesson.topic_prefix)
-        shutil.rmtree(folder, ignore_errors=True)
+        _wipe(lesson)
     for sub in ("checkpoints", "tables"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     _current[name] = lesson
+    from .workshop import presence
+
+    warning = presence.announce(name)  # shared-broker mode only: tell the class board, spot a twin id
     if not quiet:
+        answering = "answering" if status.answering else "NOT answering"
+        shared = f"; shared, set by {s.shared_source}" if s.shared else ""
         print(f"lesson    {name}: {title(name)}")
         print(f"learner   {s.learner}")
-        print(f"broker    Apache Kafka on {status.bootstrap} ({'answering' if status.answering else 'NOT answering'})")
+        print(f"broker    Apache Kafka on {status.bootstrap} ({answering}{shared})")
         print(f"topics    {lesson.topic_prefix}*  ({'emptied' if reset else 'kept'})")
         print(f"folders   {_rel(folder)}/  ({'emptied' if reset else 'kept'})")
+        if warning:
+            print(f"warning   {warning}")
     return lesson
 
 
-def reset(all_learners: bool = False, log=print) -> None:
-    """Delete the course's own topics, tables and checkpoints, and nothing else.
+def reset(all_learners: bool = False, log=print, learner: str | None = None) -> None:
+    """Delete the course's own topics, consumer groups, tables and checkpoints, and nothing else.
 
     By default only this learner's (``xo.<learner>.*`` topics and ``.state/lessons/<learner>``);
-    ``all_learners=True`` removes every learner's course data on this broker.
+    ``learner="bob"`` another learner's, ``all_learners=True`` every learner's course data on this
+    broker (the class board's topic too). On a shared broker both of those are refused.
     """
     s = settings()
-    prefix = TOPIC_PREFIX if all_learners else s.learner_prefix()
+    other = learner_id(learner) if learner else s.learner
+    prefix = TOPIC_PREFIX if all_learners else s.learner_prefix(other)
+    refuse_unless_own(prefix)
     if kafka.answers(s.bootstrap):
         names = kafka.topics(s.bootstrap, prefix=prefix) or []
         kafka.delete_topics(s.bootstrap, names)
-        log(f"deleted {len(names)} course topics ({prefix}*)")
+        groups = _delete_groups(s.bootstrap, prefix)
+        log(f"deleted {len(names)} course topics ({prefix}*)" + (f" and {groups} consumer groups" if groups else ""))
     else:
         log("broker not running: topics left as they are (start it and reset again to delete them)")
-    target = s.lessons_dir if all_learners else s.lessons_dir / s.learner
+    target = s.lessons_dir if all_learners else s.lessons_dir / other
     shutil.rmtree(target, ignore_errors=True)
     log(f"deleted lesson tables and checkpoints under {_rel(target)}/")

@@ -12,6 +12,9 @@ Four things are recorded, always for the current learner (settings().learner):
 * a lab run in which every check passed, from ``Checks.summary()``;
 * every finished quiz attempt (module, score, total), from ``quiz.Quiz``.
 
+After each record, the module's progress also goes to the class board when the course
+uses a shared broker (workshop/events.py; nothing happens otherwise, and it never fails here).
+
 ``python -m deliverylab progress`` prints the table from :func:`table`. A module counts
 as done when everything it asks for is met: its lesson was run to the end; if it has a
 lab, one run of the lab ended with every check passing; if it has a quiz, the best score
@@ -89,6 +92,17 @@ def _connection() -> Iterator[sqlite3.Connection]:
         connection.close()
 
 
+def _tell_the_board(module: str) -> None:
+    """Send the module's progress to the class board (shared-broker mode only; never raises)."""
+    from .workshop import events
+
+    if events.enabled():
+        try:
+            events.progress_changed(status(module))
+        except Exception:  # noqa: BLE001 - the board must never break recording progress
+            pass
+
+
 def record_check(module: str, description: str) -> None:
     """Remember that a check passed. The first time it passed is kept."""
     with _connection() as db:
@@ -96,6 +110,7 @@ def record_check(module: str, description: str) -> None:
             "INSERT OR IGNORE INTO passed_checks VALUES (?, ?, ?, ?)",
             (settings().learner, module_id(module), description, _now()),
         )
+    _tell_the_board(module)
 
 
 def record_lesson_complete(module: str) -> None:
@@ -103,6 +118,7 @@ def record_lesson_complete(module: str) -> None:
     with _connection() as db:
         db.execute("INSERT OR REPLACE INTO completed_lessons VALUES (?, ?, ?)",
                    (settings().learner, module_id(module), _now()))
+    _tell_the_board(module)
 
 
 def lesson_complete(module: str) -> bool:
@@ -119,6 +135,7 @@ def record_lab_complete(module: str) -> None:
             "INSERT OR REPLACE INTO completed_labs VALUES (?, ?, ?)",
             (settings().learner, module_id(module), _now()),
         )
+    _tell_the_board(module)
 
 
 def record_quiz(module: str, score: int, total: int) -> None:
@@ -130,6 +147,7 @@ def record_quiz(module: str, score: int, total: int) -> None:
             "INSERT INTO quiz_attempts VALUES (?, ?, ?, ?, ?)",
             (settings().learner, module_id(module), score, total, _now()),
         )
+    _tell_the_board(module)
 
 
 def passed_checks(module: str) -> list[str]:

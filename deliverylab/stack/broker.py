@@ -2,6 +2,10 @@
 
 It runs from the jars in ``.state/jars/kafka``, listens on 127.0.0.1 only, and keeps its
 data in ``.state/kafka``. ``python -m deliverylab stack up|down|status|reset`` drives it.
+
+In shared-broker mode (``DELIVERYLAB_BROKER`` or a workshop file, see config.py) the course
+uses an instructor's broker instead: ``up`` only checks that it answers, ``down`` and
+``wipe`` leave everything alone, and ``status`` names the shared broker.
 """
 from __future__ import annotations
 
@@ -80,8 +84,14 @@ class BrokerStatus:
     pid: int | None
     bootstrap: str
     topics: int | None = None
+    #: where the shared broker was set (e.g. "DELIVERYLAB_BROKER"); "" for the course's own broker
+    shared_by: str = ""
 
     def line(self) -> str:
+        if self.shared_by:
+            state = "answering" if self.answering else "NOT answering"
+            extra = f", {self.topics} of your course topics" if self.topics is not None else ""
+            return f"broker: shared broker at {self.bootstrap} (set by {self.shared_by}), {state}{extra}"
         if not self.running:
             return f"broker: stopped (would listen on {self.bootstrap})"
         state = "answering" if self.answering else "NOT answering"
@@ -186,9 +196,36 @@ def _format_storage(s: Settings, java: str) -> None:
     p["ports"].write_text(ports + "\n")
 
 
+def _shared_status(s: Settings) -> BrokerStatus:
+    topics = kafka.topics(s.bootstrap, prefix=s.learner_prefix())
+    return BrokerStatus(running=topics is not None, answering=topics is not None, pid=None, bootstrap=s.bootstrap,
+                        topics=len(topics) if topics is not None else None, shared_by=s.shared_source)
+
+
+def shared_broker_error(s: Settings) -> CourseError:
+    """The message for a shared broker that does not answer: the address tried, and what to check."""
+    leave = ("unset DELIVERYLAB_BROKER" if s.shared_source == "DELIVERYLAB_BROKER"
+             else "run `python -m deliverylab workshop leave`")
+    return CourseError(
+        f"The shared Kafka broker at {s.bootstrap} (set by {s.shared_source}) does not answer. Check that the "
+        "address and port are the ones your instructor gave, that this machine is on the class network, and "
+        "that the instructor's broker is running; `python -m deliverylab doctor` tries again. To use a broker "
+        f"of your own instead, {leave}."
+    )
+
+
 def up(log=print) -> BrokerStatus:
-    """Start the broker if it is not running; return once it answers metadata requests."""
+    """Start the broker if it is not running; return once it answers metadata requests.
+
+    In shared-broker mode nothing is started: the shared broker must answer, or a CourseError
+    names the address tried.
+    """
     s = settings()
+    if s.shared:
+        found = _shared_status(s)
+        if not found.answering:
+            raise shared_broker_error(s)
+        return found
     with _locked(s):
         pid = _our_pid(s)
         if pid and kafka.answers(s.bootstrap):
@@ -255,8 +292,14 @@ def _wait_ready(s: Settings, pid: int, started: float) -> BrokerStatus:
 
 
 def down(log=print) -> bool:
-    """Stop the broker cleanly (SIGTERM, then wait). Returns True if one was running."""
+    """Stop the broker cleanly (SIGTERM, then wait). Returns True if one was running.
+
+    In shared-broker mode it stops nothing (the broker is the instructor's) and returns False.
+    """
     s = settings()
+    if s.shared:
+        log(f"the course uses the shared broker at {s.bootstrap} (set by {s.shared_source}); it stops nothing there")
+        return False
     with _locked(s):
         pid = _our_pid(s)
         if not pid:
@@ -276,6 +319,8 @@ def down(log=print) -> bool:
 
 def status() -> BrokerStatus:
     s = settings()
+    if s.shared:
+        return _shared_status(s)
     pid = _our_pid(s)
     topics = kafka.topics(s.bootstrap, prefix=s.learner_prefix()) if pid else None
     return BrokerStatus(running=pid is not None, answering=topics is not None, pid=pid,
@@ -287,6 +332,8 @@ def require_running() -> str:
     s = settings()
     if kafka.answers(s.bootstrap):
         return s.bootstrap
+    if s.shared:
+        raise shared_broker_error(s)
     raise CourseError(
         f"The course's Kafka broker is not answering on {s.bootstrap}. Start it with "
         "`python -m deliverylab stack up` (or re-run the lesson's setup cell, which starts it)."
@@ -297,8 +344,12 @@ def wipe(log=print) -> None:
     """Stop the broker and delete its storage (every topic). The next `up` formats it anew."""
     import shutil
 
-    down(log)
     s = settings()
+    if s.shared:
+        raise CourseError(f"`stack wipe` deletes a local broker's storage, and this course uses the shared broker at "
+                          f"{s.bootstrap} (set by {s.shared_source}), which only its owner can wipe. To clear your "
+                          "own data there, run `python -m deliverylab stack reset`.")
+    down(log)
     shutil.rmtree(_paths(s)["data"], ignore_errors=True)
     _paths(s)["ports"].unlink(missing_ok=True)
     log("broker storage deleted; `stack up` will start from empty storage")

@@ -1,7 +1,8 @@
 """A real network fault between a client and the broker: a loopback proxy that can lose replies.
 
 The course's broker has a second listener, ``FLAKY`` (see broker.py), that tells clients
-to reach it through this proxy. Whatever a client sends passes through unchanged. When
+to reach it through this proxy (on a shared broker too: its FLAKY listener advertises
+127.0.0.1, so each learner's clients reach their own proxy, which forwards to that broker). Whatever a client sends passes through unchanged. When
 asked (:meth:`FlakyNetwork.lose_produce_replies`), the proxy lets a produce request reach
 the broker, and the broker write it, but drops the connection instead of passing the
 broker's reply back: exactly what a client sees when a network link fails at the wrong
@@ -34,6 +35,8 @@ class FlakyNetwork:
     def __init__(self):
         s = settings()
         self.listen_port, self.broker_port = s.flaky_proxy_port, s.flaky_listener_port
+        # the proxy always listens on this machine; on a shared broker it forwards to that broker's host
+        self.broker_host = s.broker_host
         self._lose = 0
         self.lost_replies = 0
         self.produce_requests = 0
@@ -88,7 +91,7 @@ class FlakyNetwork:
                 return
             client.settimeout(None)
             try:
-                broker = socket.create_connection((HOST, self.broker_port), timeout=5)
+                broker = socket.create_connection((self.broker_host, self.broker_port), timeout=5)
             except OSError:
                 client.close()
                 continue
