@@ -8,6 +8,10 @@
     progress                    modules done, checks passed, quiz scores
     notebooks execute NB...     run a notebook, keep only the outputs nbval compares
     chaos --pipeline NAME ...   crash a pipeline repeatedly and print the ledger as JSON
+    board [--module NN] ...     the class board: every learner's progress on the shared broker
+    workshop join|leave|status  use an instructor's broker (writes workshop.ini), or stop using it
+    site [--no-execute]         every lesson, executed, as HTML in .state/site/ (make site)
+    cluster up|down|status      a local Spark standalone cluster (master + 2 workers), see stack/cluster.py
 """
 from __future__ import annotations
 
@@ -17,27 +21,65 @@ import sys
 from .config import CourseError
 
 
+def _kafka_cluster(args) -> int:
+    """`stack up|wipe --brokers 3`, `stack kill-broker N`, `stack restart-broker N` (stack/brokers.py)."""
+    from .stack import brokers
+
+    if args.brokers not in (None, 1, brokers.NODES):
+        raise CourseError(f"--brokers takes 1 (the course's broker) or {brokers.NODES} (a three-broker cluster).")
+    if args.action in ("kill-broker", "restart-broker") and args.node is None:
+        raise CourseError(f"`stack {args.action}` needs the broker's number, 1 to {brokers.NODES}.")
+    if args.action == "up":
+        print(brokers.up().line())
+        print(f"to run the course on it: export DELIVERYLAB_BROKER={brokers.bootstrap()}")
+    elif args.action == "wipe":
+        brokers.wipe()
+    elif args.action == "kill-broker":
+        brokers.kill_broker(args.node)
+    elif args.action == "restart-broker":
+        print(brokers.restart_broker(args.node).line())
+    else:
+        raise CourseError(f"`stack {args.action}` does not take --brokers; it acts on every broker of the course.")
+    return 0
+
+
 def _stack(args) -> int:
     from . import lesson
     from .config import settings
     from .stack import broker, processes
 
+    if args.action in ("kill-broker", "restart-broker") or args.brokers not in (None, 1):
+        return _kafka_cluster(args)
     if args.action == "up":
         print(broker.up().line())
     elif args.action == "down":
         left = processes.stop_course_processes(settings().state)
         if left:
             print(f"stopped {left} crash-lab driver or consumer process(es) left running")
-        if not broker.down():
+        from .stack import cluster
+
+        if cluster.down(log=lambda msg: None):  # the Spark cluster of `cluster up`, if it runs
+            print("spark cluster: stopped")
+        from .stack import brokers
+
+        if brokers.down(log=lambda msg: None):  # the three-broker cluster of `stack up --brokers 3`
+            print("kafka cluster: stopped")
+        if settings().shared:
+            broker.down()  # says that a shared broker is left alone
+        elif not broker.down():
             print("broker: not running")
         else:
             print("broker: stopped")
     elif args.action == "status":
         st = broker.status()
         print(st.line())
+        from .stack import brokers
+
+        if brokers.status().running:  # the three-broker cluster, when it runs
+            print(brokers.status().line())
         return 0 if st.running and st.answering else 1
     elif args.action == "reset":
-        lesson.reset(all_learners=args.all_learners)
+        lesson.reset(all_learners=args.all_learners, learner=args.learner)
     elif args.action == "wipe":
         broker.wipe()
     return 0
@@ -91,13 +133,40 @@ def _chaos(args) -> int:
     return chaos.main(args.rest)
 
 
+def _board(args) -> int:
+    from .workshop import board
+
+    return board.main(args.rest)
+
+
+def _workshop(args) -> int:
+    from .workshop import join
+
+    return join.main(args.rest)
+
+
+def _site(args) -> int:
+    from .workshop import site
+
+    return site.main(args.rest)
+
+
+def _cluster(args) -> int:
+    from .stack import cluster
+
+    return cluster.main(args.rest)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m deliverylab", description="Exactly Once, For Real: course tools.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("setup", help="resolve the JVM jars into .state/jars (needs network once)").set_defaults(fn=_setup)
     stack = sub.add_parser("stack", help="control the local Kafka broker")
-    stack.add_argument("action", choices=["up", "down", "status", "reset", "wipe"])
+    stack.add_argument("action", choices=["up", "down", "status", "reset", "wipe", "kill-broker", "restart-broker"])
+    stack.add_argument("node", nargs="?", type=int, help="with kill-broker/restart-broker: the broker's number (1-3)")
+    stack.add_argument("--brokers", type=int, help="with up/wipe: 3 for the three-broker Kafka cluster")
     stack.add_argument("--all-learners", action="store_true", help="with reset: every learner's course data")
+    stack.add_argument("--learner", help="with reset: that learner's course data (refused on a shared broker)")
     stack.set_defaults(fn=_stack)
     sub.add_parser("doctor", help="check the machine and the stack").set_defaults(fn=_doctor)
     jup = sub.add_parser("jupyter", help="start JupyterLab on lesson 00 (127.0.0.1, token on), or stop it")
@@ -109,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("progress", _progress, "show modules done"),
         ("notebooks", _notebooks, "execute a notebook and keep only its checked outputs"),
         ("chaos", _chaos, "crash a pipeline repeatedly and print its ledger as JSON"),
+        ("board", _board, "the class board: every learner's progress on the shared broker"),
+        ("workshop", _workshop, "use an instructor's broker (join, leave, status)"),
+        ("site", _site, "render every lesson, executed, to HTML in .state/site/"),
+        ("cluster", _cluster, "a local Spark standalone cluster: up, down, status, kill-worker N, restart-worker N"),
     ):
         p = sub.add_parser(name, help=help_text, add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)
@@ -118,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Commands whose own main() parses the rest of the line (argparse's REMAINDER would
 #: refuse options such as `--pipeline` that come right after the command name).
-PASS_THROUGH = {"labs": _labs, "progress": _progress, "notebooks": _notebooks, "chaos": _chaos}
+PASS_THROUGH = {"labs": _labs, "progress": _progress, "notebooks": _notebooks, "chaos": _chaos,
+                "board": _board, "workshop": _workshop, "site": _site, "cluster": _cluster}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,8 @@
     jupyter    JupyterLab for `make lab`          runner    execute a notebook, keep checked outputs
     nbcapture  a pytest plugin keeping every notebook as nbval executed it, with its timings
     flaky      a loopback proxy that loses produce replies: a real network fault for retries
+    cluster    a local Spark standalone cluster (master + 2 workers): cluster up|down|status
+    brokers    a three-broker Kafka cluster (KRaft, RF 3, min.insync.replicas=2): stack up --brokers 3
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.
 """

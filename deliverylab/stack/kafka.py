@@ -76,9 +76,12 @@ def answers(bootstrap: str, timeout_s: float = 3.0) -> bool:
     return topics(bootstrap, timeout_s=timeout_s) is not None
 
 
-def ensure_topic(bootstrap: str, topic: str, partitions: int = 2, replication: int = 1,
+def ensure_topic(bootstrap: str, topic: str, partitions: int = 2, replication: int = -1,
                  config: dict[str, str] | None = None) -> bool:
     """Create ``topic`` if it does not exist (the course's broker does not auto-create topics).
+
+    ``replication=-1`` takes the broker's ``default.replication.factor``: one copy on the
+    course's single broker, three on the three-broker cluster (stack/brokers.py).
 
     Returns True if it was created now.
     """

@@ -34,7 +34,8 @@ _session = None
 def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | None = None) -> dict[str, str]:
     s = settings()
     conf = {
-        "spark.master": "local[2]",
+        # local[2] unless DELIVERYLAB_SPARK_MASTER names a cluster (config.py, stack/cluster.py)
+        "spark.master": s.spark_master,
         "spark.app.name": app_name,
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
@@ -52,6 +53,10 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.ui.showConsoleProgress": "false",
     }
+    if s.on_cluster:  # executors of their own: one small executor per application (see stack/cluster.py)
+        from .cluster import app_conf
+
+        conf.update(app_conf())
     archive = class_archive()
     if archive.exists():
         conf["spark.driver.extraJavaOptions"] += f" -XX:SharedArchiveFile={archive}"
@@ -129,6 +134,9 @@ def get_spark(app_name: str = "exactly-once-for-real", extra_conf: dict[str, str
     if _session is not None and _session._jsc is not None and not _session._jsc.sc().isStopped():
         return _session
     require_java()
+    from .cluster import require_master
+
+    require_master()  # on a spark:// master: it answers, or a CourseError says how to start it
     os.environ.setdefault("SPARK_LOCAL_IP", HOST)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark import SparkConf, SparkContext
