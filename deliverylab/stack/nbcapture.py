@@ -4,8 +4,14 @@
 ends, ``.state/executed/<folder>/<name>.ipynb``: the notebook with every output its cells
 produced in that run (charts, tables, errors, stderr), which nbval itself compares only in
 part and never keeps. The browser test opens these copies to check what a learner sees,
-``make site`` renders them, and ``.state/executed/timings.json`` holds each notebook's
-seconds and its slowest cells (``python -m deliverylab.stack.nbcapture`` prints them).
+``make site`` renders them, and ``.state/executed/timings/`` holds each notebook's seconds
+and its slowest cells (``python -m deliverylab.stack.nbcapture`` prints them). One file per
+notebook, so parallel workers (pytest-xdist) never write the same file.
+
+Under pytest-xdist (``-n 2 --dist loadgroup``), a module's notebooks form one group: a lesson's
+lab and its solution use the same lesson name (and so the same topics and folders), so they
+must never run at the same time. Groups go out latest module first: later modules take longer,
+and starting the long ones first lets the workers finish together.
 """
 from __future__ import annotations
 
@@ -31,6 +37,24 @@ def _notebook_of(item) -> Path | None:
     return Path(str(path)) if path and str(path).endswith(".ipynb") else None
 
 
+def module_group(notebook: Path) -> str:
+    """``module-05`` for notebooks/05-..., solutions/05-...-lab and labs/05-...-lab."""
+    number = notebook.name[:2]
+    return f"module-{number}" if number.isdigit() else f"notebook-{notebook.stem}"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    import pytest
+
+    notebooks = {id(item): _notebook_of(item) for item in items}
+    for item in items:
+        if notebooks[id(item)] is not None:
+            item.add_marker(pytest.mark.xdist_group(name=module_group(notebooks[id(item)])))
+    # the latest module first; a notebook's cells keep their order (a stable sort)
+    items.sort(key=lambda item: "" if notebooks[id(item)] is None else "~" + module_group(notebooks[id(item)]),
+               reverse=True)
+
+
 def pytest_runtest_makereport(item, call):
     notebook = _notebook_of(item)
     if notebook is None:
@@ -46,8 +70,6 @@ def pytest_sessionfinish(session, exitstatus):
     import nbformat
 
     root = settings().root
-    timings_file = executed_dir() / "timings.json"
-    timings = json.loads(timings_file.read_text()) if timings_file.exists() else {}
     for notebook, cells in _outputs.items():
         try:
             relative = notebook.resolve().relative_to(root)
@@ -64,22 +86,30 @@ def pytest_sessionfinish(session, exitstatus):
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(target))
         slowest = sorted(_cells[notebook].items(), key=lambda kv: -kv[1])[:3]
-        timings[relative.as_posix()] = {"seconds": round(_seconds[notebook], 1),
-                                         "slowest_cells": {f"cell {n + 1}": round(t, 1) for n, t in slowest}}
-    if _outputs:
-        timings_file.parent.mkdir(parents=True, exist_ok=True)
-        timings_file.write_text(json.dumps(dict(sorted(timings.items())), indent=1) + "\n")
+        figures = {"notebook": relative.as_posix(), "seconds": round(_seconds[notebook], 1),
+                   "slowest_cells": {f"cell {n + 1}": round(t, 1) for n, t in slowest}}
+        timing = executed_dir() / "timings" / f"{relative.as_posix().replace('/', '--')}.json"
+        timing.parent.mkdir(parents=True, exist_ok=True)
+        timing.write_text(json.dumps(figures, indent=1) + "\n")
+
+
+def timings() -> list[dict]:
+    """Every notebook's figures from the last nbval run(s), sorted by notebook."""
+    folder = executed_dir() / "timings"
+    found = [json.loads(p.read_text()) for p in folder.glob("*.json")] if folder.is_dir() else []
+    return sorted(found, key=lambda figures: figures["notebook"])
 
 
 def main() -> int:
     """Print the seconds each notebook took in the last nbval run."""
-    timings_file = executed_dir() / "timings.json"
-    if not timings_file.exists():
+    found = timings()
+    if not found:
         print("no timings yet: run `make test` (or nbval with -p deliverylab.stack.nbcapture) first")
         return 1
-    for name, figures in json.loads(timings_file.read_text()).items():
+    for figures in found:
         slowest = ", ".join(f"{cell} {t} s" for cell, t in figures["slowest_cells"].items())
-        print(f"{figures['seconds']:7.1f} s  {name}   (slowest code cells: {slowest})")
+        print(f"{figures['seconds']:7.1f} s  {figures['notebook']}   (slowest code cells: {slowest})")
+    print(f"{sum(f['seconds'] for f in found):7.1f} s  in all, {len(found)} notebooks")
     return 0
 
 

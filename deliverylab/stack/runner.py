@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import CourseError
+
 CHECK_TAG = "nbval-check-output"
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
 KEEP_MIME = ("text/plain",)
@@ -48,7 +50,10 @@ def strip_unchecked(nb):
     return nb
 
 
-def execute(path: str, timeout_s: int = 900) -> None:
+def run(path: str, timeout_s: int = 900):
+    """Run the notebook at ``path`` in a fresh kernel (in its own folder); return it with every output.
+
+    The file itself is not changed (``make site`` renders what this returns)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -56,6 +61,31 @@ def execute(path: str, timeout_s: int = 900) -> None:
     client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(Path(path).parent)}})
     client.execute()
+    return nb
+
+
+def unexpected_errors(nb) -> list[str]:
+    """``cell N: Error: message`` for each code cell that raised although it is not tagged
+    ``raises-exception`` (a lab's TODO stubs are; nothing else may raise)."""
+    found = []
+    for number, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), 1):
+        if "raises-exception" in cell.get("metadata", {}).get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                found.append(f"cell {number}: {output.get('ename')}: {str(output.get('evalue', ''))[:300]}")
+    return found
+
+
+def execute(path: str, timeout_s: int = 900) -> None:
+    """Run the notebook and store its checked outputs; a cell that raised unexpectedly stores nothing."""
+    import nbformat
+
+    nb = run(path, timeout_s)
+    errors = unexpected_errors(nb)
+    if errors:
+        raise CourseError(f"{path} was not saved: " + "; ".join(errors) + ". Fix the cell (or the machine's load: "
+                          "a crash point that never fired usually means a batch came too late) and run it again.")
     nbformat.write(strip_unchecked(nb), path)
 
 
