@@ -57,13 +57,19 @@ def _progress(done: int, total: int, width: int = 30) -> str:
 
 
 def produce(bootstrap: str, topic: str, orders: list[dict], progress: bool = True) -> int:
-    """Write orders to a topic, keyed by order id, waiting until the broker has them all."""
+    """Write orders to a topic, keyed by order id, waiting until the broker has them all.
+
+    A query polling the topic meanwhile can still see one partition's share before the
+    other's, so lessons print what holds whatever the split (see docs/authoring.md).
+    """
     from kafka import KafkaProducer
 
     from .stack.kafka import ensure_topic
 
     ensure_topic(bootstrap, topic)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    # Records wait up to 50 ms to be sent together (up to 1 MB per partition): a few hundred
+    # orders leave in one request, so a running query sees a chunk whole, not half of it.
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=50, batch_size=1 << 20)
     try:
         step = max(1, len(orders) // 20)
         for i, order in enumerate(orders, 1):

@@ -67,9 +67,10 @@ def _totals(ledger) -> dict:
                               "lost", "unexpected", "revenue_expected", "revenue_observed", "revenue_difference")}
 
 
-def run_chaos(lesson, pipeline: str, points="all", crashes: int | None = None, orders: int = DEFAULT_ORDERS,
+def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders: int = DEFAULT_ORDERS,
               seed: int = 7, max_per_batch: int = DEFAULT_MAX_PER_BATCH, downtime_orders: int | None = None,
-              name: str | None = None, log=None, keep_pipe: bool = False) -> dict:
+              name: str | None = None, log=None, keep_pipe: bool = False, plan: list[str] | None = None,
+              sink: str = "delta") -> dict:
     """Crash ``pipeline`` at each point of the plan, restart it each time, and return the ledger as a dict.
 
     ``orders`` are split into equal chunks: one before the first crash, then one per
@@ -86,20 +87,23 @@ def run_chaos(lesson, pipeline: str, points="all", crashes: int | None = None, o
     (crash + restart), and ``ledger``: ``orders`` in the crashed batch and how many of
     them were ``lost`` / ``duplicated`` in the end, plus ``downtime_orders`` and
     ``downtime_lost``. With ``keep_pipe=True`` the Pipeline is returned under ``"pipe"``.
+
+    ``pipeline`` is a variant's name, or your own pipeline function (then ``sink`` names its
+    kind of sink). ``plan`` gives the crash points in order instead of ``points``/``crashes``.
     """
     from .drivers import warm_up
     from .pipeline import Pipeline
 
     log = log or (lambda msg: None)
     warm_up(standby=2)  # crashes come faster than one standby boots
-    variant = variants.variant(pipeline)
-    plan = crash_plan(points, crashes, seed)
+    variant = variants.custom(pipeline, sink_kind=sink) if callable(pipeline) else variants.variant(pipeline)
+    plan = list(plan) if plan is not None else crash_plan(points, crashes, seed)
     rng = random.Random(seed + 1)
     chunk = max(1, orders // (len(plan) + 1))
     downtime = chunk // 3 if downtime_orders is None else downtime_orders
     t0 = time.monotonic()
-    pipe = Pipeline(lesson, variant.name, name=name or f"chaos-{variant.name}", max_per_batch=max_per_batch,
-                    seed=seed)
+    pipe = Pipeline(lesson, pipeline if callable(pipeline) else variant.name, name=name or f"chaos-{variant.name}",
+                    max_per_batch=max_per_batch, seed=seed, sink=sink)
     records = []
     fresh = variant.fresh_checkpoint_each_start
     try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..config import CourseError
 from ..course import did_you_mean
 from ..orders import ORDER_SCHEMA
+from .crashpoints import crash_here  # variants with crash points of their own call it in their batch function
 
 ORDER_COLUMNS = ["order_id", "customer_id", "amount", "status", "event_time"]
 
@@ -146,6 +147,171 @@ def sqlite_upsert(orders, out: Outputs):
     return orders.writeStream.foreachBatch(upsert).option("checkpointLocation", out.checkpoint).start()
 
 
+# ---------------------------------------------------------------------------
+# deduplication in the stream (module 04), in front of the same plain append;
+# out.options["delay"] is the watermark's delay (default "1 minute")
+# ---------------------------------------------------------------------------
+def dedup_no_watermark(orders, out: Outputs):
+    """Keyed on the order id alone, with no watermark: every id ever seen stays in the state."""
+    def append(batch, batch_id):
+        batch.write.mode("append").parquet(out.sink)
+
+    deduped = orders.dropDuplicates(["order_id"])
+    return deduped.writeStream.foreachBatch(append).option("checkpointLocation", out.checkpoint).start()
+
+
+def dedup_watermark(orders, out: Outputs):
+    """Keyed on (order id, event time); state for a key goes once the watermark passes its event time."""
+    def append(batch, batch_id):
+        batch.write.mode("append").parquet(out.sink)
+
+    deduped = (orders.withWatermark("event_time", out.options.get("delay", "1 minute"))
+               .dropDuplicates(["order_id", "event_time"]))
+    return deduped.writeStream.foreachBatch(append).option("checkpointLocation", out.checkpoint).start()
+
+
+def dedup_within_watermark(orders, out: Outputs):
+    """Keyed on the order id alone; its state goes once the watermark passes first event time + delay."""
+    def append(batch, batch_id):
+        batch.write.mode("append").parquet(out.sink)
+
+    deduped = (orders.withWatermark("event_time", out.options.get("delay", "1 minute"))
+               .dropDuplicatesWithinWatermark(["order_id"]))
+    return deduped.writeStream.foreachBatch(append).option("checkpointLocation", out.checkpoint).start()
+
+
+# ---------------------------------------------------------------------------
+# module 06: the Kafka sink with the producer's idempotence asked for explicitly
+# ---------------------------------------------------------------------------
+def kafka_sink_idempotent(orders, out: Outputs):
+    """The Kafka sink with an idempotent producer (acks=all): a replayed batch is still sent again."""
+    from pyspark.sql import functions as F
+
+    records = orders.select(F.col("order_id").alias("key"), F.to_json(F.struct(*ORDER_COLUMNS)).alias("value"))
+    return (records.writeStream.format("kafka")
+            .option("kafka.bootstrap.servers", out.bootstrap)
+            .option("kafka.enable.idempotence", "true")  # removes duplicates of this producer's own retries
+            .option("kafka.acks", "all")
+            .option("topic", out.sink)
+            .option("checkpointLocation", out.checkpoint)
+            .start())
+
+
+# ---------------------------------------------------------------------------
+# module 05: what makes a sink exactly-once (and what only looks like it)
+# ---------------------------------------------------------------------------
+def delta_txn_per_checkpoint(orders, out: Outputs):
+    """delta_txn with a new txnAppId for every new checkpoint: the query id, which a new checkpoint changes."""
+    from deliverylab.checkpoint import query_id
+
+    def append_once(batch, batch_id):
+        (batch.write.format("delta").mode("append")
+            .option("txnAppId", f"{out.app_id}/{query_id(out.checkpoint)}")
+            .option("txnVersion", batch_id)
+            .save(out.sink))
+
+    return orders.writeStream.foreachBatch(append_once).option("checkpointLocation", out.checkpoint).start()
+
+
+def _order_rows(batch) -> list[tuple]:
+    return [(r.order_id, r.customer_id, str(r.amount), r.status, str(r.event_time)) for r in batch.toLocalIterator()]
+
+
+def control_table_after(orders, out: Outputs):
+    """A control table of processed batch ids, written AFTER the data, in a second transaction."""
+    import sqlite3
+
+    def write(batch, batch_id):
+        db = sqlite3.connect(out.sink)
+        try:
+            if db.execute("SELECT 1 FROM processed_batches WHERE batch_id = ?", (batch_id,)).fetchone():
+                return                                   # marked as done: skip the replay
+            with db:                                     # transaction 1: the data
+                db.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?)", _order_rows(batch))
+            crash_here("between_data_and_marker", batch_id)
+            with db:                                     # transaction 2: the marker
+                db.execute("INSERT INTO processed_batches VALUES (?)", (batch_id,))
+        finally:
+            db.close()
+
+    return orders.writeStream.foreachBatch(write).option("checkpointLocation", out.checkpoint).start()
+
+
+def control_table_atomic(orders, out: Outputs):
+    """The same control table, but data and marker commit in ONE transaction."""
+    import sqlite3
+
+    def write(batch, batch_id):
+        db = sqlite3.connect(out.sink)
+        try:
+            if db.execute("SELECT 1 FROM processed_batches WHERE batch_id = ?", (batch_id,)).fetchone():
+                return                                   # marked as done: skip the replay
+            with db:                                     # one transaction: both or neither
+                db.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?)", _order_rows(batch))
+                crash_here("between_data_and_marker", batch_id)
+                db.execute("INSERT INTO processed_batches VALUES (?)", (batch_id,))
+        finally:
+            db.close()
+
+    return orders.writeStream.foreachBatch(write).option("checkpointLocation", out.checkpoint).start()
+
+
+def two_phase_commit(orders, out: Outputs):
+    """Stage each batch where no reader looks, then publish it in one atomic step, once per batch id."""
+    from deliverylab.crashlab import twophase
+
+    def write(batch, batch_id):
+        rows = [r.asDict() for r in batch.toLocalIterator()]
+        twophase.stage(out.sink, batch_id, rows)         # phase 1: invisible
+        crash_here("between_stage_and_publish", batch_id)
+        twophase.publish(out.sink, batch_id)             # phase 2: one rename; a second publish is a no-op
+
+    return orders.writeStream.foreachBatch(write).option("checkpointLocation", out.checkpoint).start()
+
+
+# ---------------------------------------------------------------------------
+# module 07: a side effect next to an exactly-once write; out.options["notifications"] is a SQLite file
+# ---------------------------------------------------------------------------
+def notify_per_batch(orders, out: Outputs):
+    """The orders reach Delta exactly once (txnAppId); the notification per batch is appended again on a replay."""
+    import sqlite3
+
+    def write(batch, batch_id):
+        (batch.write.format("delta").mode("append")
+            .option("txnAppId", out.app_id).option("txnVersion", batch_id).save(out.sink))
+        db = sqlite3.connect(out.options["notifications"])
+        try:
+            with db:  # the side effect: "N new orders" for this batch
+                db.execute("CREATE TABLE IF NOT EXISTS notifications (query_id TEXT, batch_id INTEGER, orders INTEGER)")
+                db.execute("INSERT INTO notifications VALUES (?, ?, ?)", ("-", batch_id, batch.count()))
+        finally:
+            db.close()
+
+    return orders.writeStream.foreachBatch(write).option("checkpointLocation", out.checkpoint).start()
+
+
+def notify_once(orders, out: Outputs):
+    """The same notification, keyed on (query id, batch id): a replay finds its key and adds nothing."""
+    import sqlite3
+
+    from deliverylab.checkpoint import query_id
+
+    def write(batch, batch_id):
+        (batch.write.format("delta").mode("append")
+            .option("txnAppId", out.app_id).option("txnVersion", batch_id).save(out.sink))
+        db = sqlite3.connect(out.options["notifications"])
+        try:
+            with db:
+                db.execute("CREATE TABLE IF NOT EXISTS notifications (query_id TEXT, batch_id INTEGER, orders INTEGER, "
+                           "PRIMARY KEY (query_id, batch_id))")
+                db.execute("INSERT OR IGNORE INTO notifications VALUES (?, ?, ?)",
+                           (query_id(out.checkpoint), batch_id, batch.count()))
+        finally:
+            db.close()
+
+    return orders.writeStream.foreachBatch(write).option("checkpointLocation", out.checkpoint).start()
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -168,12 +334,29 @@ VARIANTS = {v.name: v for v in (
     Variant("delta_txn", delta_txn, "exactly-once", "delta"),
     Variant("delta_merge", delta_merge, "exactly-once", "delta", table_first=True),
     Variant("sqlite_upsert", sqlite_upsert, "exactly-once", "sqlite"),
+    # dedup removes duplicates that came in through the topic; the append still repeats a replay
+    Variant("dedup_no_watermark", dedup_no_watermark, "at-least-once", "parquet"),
+    Variant("dedup_watermark", dedup_watermark, "at-least-once", "parquet"),
+    Variant("dedup_within_watermark", dedup_within_watermark, "at-least-once", "parquet"),
+    # module 06: an idempotent producer dedups its own retries, not a replay by a new driver
+    Variant("kafka_sink_idempotent", kafka_sink_idempotent, "at-least-once", "kafka"),
+    Variant("delta_txn_per_checkpoint", delta_txn_per_checkpoint, "exactly-once", "delta"),
+    Variant("control_table_after", control_table_after, "at-least-once", "sqlite-log",
+            crash_points=("between_data_and_marker",)),
+    Variant("control_table_atomic", control_table_atomic, "exactly-once", "sqlite-log",
+            crash_points=("between_data_and_marker",)),
+    Variant("two_phase_commit", two_phase_commit, "exactly-once", "two-phase",
+            crash_points=("between_stage_and_publish",)),
+    # module 07: the table is exactly-once either way; the notifications are not, unless keyed
+    Variant("notify_per_batch", notify_per_batch, "exactly-once", "delta"),
+    Variant("notify_once", notify_once, "exactly-once", "delta"),
 )}
 
 
 #: Prepended to a learner's pipeline function when it runs in a driver process.
 CUSTOM_HEADER = """# Written by deliverylab from a notebook cell: the pipeline this driver runs.
 from pyspark.sql import functions as F
+from deliverylab.checks import todo
 from deliverylab.crashlab.crashpoints import crash_here
 from deliverylab.crashlab.variants import Outputs
 

@@ -1,0 +1,19 @@
+"""Module 02, anatomy of a micro-batch.
+
+    groups   where a query's progress is: consumer groups on the broker (none for Spark) against
+             the checkpoint; a plain consumer that commits, for comparison; lag both ways
+    feed     LineFeed: a TCP server on 127.0.0.1 that sends each line once (the far end of the
+             socket source, a source Spark cannot replay)
+    ranges   a batch's offset range as Spark reported it (progress) and as a learner wrote it
+    lab      the lab's checks, one function per exercise
+
+    from deliverylab.modules import m02
+    m02.groups_reading(lesson.bootstrap, pipe.topic)      # {} while only Spark reads the topic
+"""
+from .feed import LineFeed, wait_until
+from .groups import (SPARK_GROUP_PREFIX, checkpoint_lag, group_lag, groups_reading, read_and_commit,
+                     spark_named_groups)
+from .ranges import reported_range, spark_range
+
+__all__ = ["LineFeed", "SPARK_GROUP_PREFIX", "checkpoint_lag", "group_lag", "groups_reading", "read_and_commit",
+           "reported_range", "spark_named_groups", "spark_range", "wait_until"]

@@ -1,0 +1,14 @@
+"""Module 03, at-most-once.
+
+    queries   checkpoint_folder(query): the folder a running query keeps its checkpoint in (the
+              temporary one Spark makes up when the query names none)
+    charts    missing_revenue_chart: revenue delivered and lost, per pipeline
+    lab       the lab's checks, one function per exercise, and the restart experiment they run
+
+    from deliverylab.modules import m03
+    m03.missing_revenue_chart({"at_most_once": pipe.ledger()})
+"""
+from .charts import missing_revenue_chart
+from .queries import checkpoint_folder
+
+__all__ = ["checkpoint_folder", "missing_revenue_chart"]

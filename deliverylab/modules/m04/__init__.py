@@ -1,0 +1,25 @@
+"""Module 04, at-least-once and deduplication.
+
+    retries      duplicates at the source: a producer retry through the flaky network, and copies
+                 with chosen event times
+    duplicates   source duplicates (one id, two offsets) told apart from replay duplicates
+                 (one record, two rows): classify() is pure
+    watermarks   event-time arithmetic (watermark = largest event time seen - delay) and the dedup
+                 state a pipeline reported per batch
+    pitfall      the five watermark cases with chosen event times, and the table of their outcomes
+    charts       rows in the dedup state per batch, one line per pipeline
+    trial        runs a learner's dedupe(orders) in the notebook's own Spark on orders with retries
+    lab          the lab's checks, one function per exercise
+
+    from deliverylab.modules import m04
+    sent = m04.produce_with_retries(pipe, 300, lose_every=50)
+    print(m04.duplicates.of_pipeline(pipe).summary())
+"""
+from . import charts, duplicates, pitfall, retries, watermarks
+from .duplicates import DuplicateKinds, classify, topic_offsets
+from .retries import RetryReport, copy_of, produce_with_retries, send_copies, send_through_flaky_network
+from .watermarks import state_history, wait_for_watermark, watermark_after
+
+__all__ = ["DuplicateKinds", "RetryReport", "charts", "classify", "copy_of", "duplicates", "pitfall",
+           "produce_with_retries", "retries", "send_copies", "send_through_flaky_network", "state_history",
+           "topic_offsets", "wait_for_watermark", "watermark_after", "watermarks"]
