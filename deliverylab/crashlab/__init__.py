@@ -2,6 +2,7 @@
 
     variants      the pipelines the course compares: ONE table, each a short function a lesson shows
     sinks         one small class per kind of sink: where it lives, what readers see, leftovers
+    twophase      a small two-phase-commit sink: stage a batch invisibly, publish it once per batch id
     crashpoints   the named crash moments (the contract with the Java hook in java/)
     pipeline      Pipeline: start, produce, drain, crash, restart (the driver process)
     record        what a pipeline did and left: checkpoint, batches, sink rows, status

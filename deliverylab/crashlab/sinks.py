@@ -12,6 +12,9 @@ reader sees (``files``: leftovers of attempts that never committed).
     sqlite       a table in a SQLite file                        committed rows
     kafka        a Kafka topic                                   every record (read_committed)
     memory       a table in the driver's memory (memory sink)    rows of the running driver only
+    sqlite-log   a SQLite table with no key, plus a table of       committed rows, duplicates included
+                 processed batch ids (a "control table")
+    two-phase    a folder: staging/ then published/, per epoch    published epochs only (twophase.py)
 """
 from __future__ import annotations
 
@@ -180,6 +183,53 @@ class KafkaTopic(Sink):
         return {"committed": None, "leftovers": [], "note": "a Kafka topic keeps every record it was sent"}
 
 
+class SQLiteLog(SQLiteTable):
+    """Orders appended with no key (a second copy is a second row), and the batch ids already processed."""
+
+    kind = "sqlite-log"
+    CONTROL = "processed_batches"
+
+    def prepare(self, spark, table_first: bool = False) -> None:
+        import sqlite3
+
+        with sqlite3.connect(self.location) as db:
+            db.execute(f"CREATE TABLE IF NOT EXISTS {self.TABLE} (order_id TEXT, customer_id TEXT, "
+                       "amount TEXT, status TEXT, event_time TEXT)")
+            db.execute(f"CREATE TABLE IF NOT EXISTS {self.CONTROL} (batch_id INTEGER PRIMARY KEY)")
+
+    def processed_batches(self) -> list[int]:
+        """The batch ids the control table says are done."""
+        import sqlite3
+
+        if not self.exists():
+            return []
+        db = sqlite3.connect(f"{Path(self.location).resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return [row[0] for row in db.execute(f"SELECT batch_id FROM {self.CONTROL} ORDER BY batch_id")]
+        finally:
+            db.close()
+
+
+class TwoPhaseFolder(Sink):
+    """The two-phase-commit sink of twophase.py: readers see published epochs only."""
+
+    kind = "two-phase"
+    reads_without_spark = True
+
+    def rows(self, spark=None) -> list[tuple]:
+        from . import twophase
+
+        return ledger.normalise_rows(twophase.read_published(self.location), f"two-phase sink {self.location}")
+
+    def files(self) -> dict:
+        from . import twophase
+
+        staged = twophase.epochs(self.location, twophase.STAGING)
+        published = twophase.epochs(self.location, twophase.PUBLISHED)
+        return {"committed": len(published), "leftovers": [f"staging/epoch={e}" for e in staged],
+                "note": "staged but never published: no reader sees it" if staged else ""}
+
+
 class MemoryTable(Sink):
     """Spark's memory sink: rows live in the driver process's memory, and die with it.
 
@@ -222,7 +272,7 @@ class MemoryTable(Sink):
 
 
 SINKS: dict[str, type[Sink]] = {cls.kind: cls for cls in (ParquetFolder, FileSinkFolder, DeltaTable, SQLiteTable,
-                                                           KafkaTopic, MemoryTable)}
+                                                           KafkaTopic, MemoryTable, SQLiteLog, TwoPhaseFolder)}
 
 
 def sink(kind: str, location: str, bootstrap: str) -> Sink:

@@ -1,0 +1,13 @@
+"""Module 05, exactly-once sinks.
+
+    merges      MERGE on order_id in the kernel: duplicate keys in a batch, deterministic columns, replays
+    scenarios   the lesson's and lab's runs in one call: a crash and a replay, a new checkpoint
+    lab         the lab's checks, one function per exercise
+
+The pipelines the lesson crashes are variants of the crash lab (crashlab/variants.py:
+delta_sink, file_sink, delta_txn, delta_txn_per_checkpoint, control_table_after,
+control_table_atomic, two_phase_commit, sqlite_upsert).
+"""
+from . import lab, merges, scenarios
+
+__all__ = ["lab", "merges", "scenarios"]

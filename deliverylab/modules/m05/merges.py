@@ -1,0 +1,82 @@
+"""MERGE on order_id, run in the kernel's Spark on small batches of order events.
+
+A replay of a foreachBatch is the same function called again with the same batch: here we
+call it twice on purpose and compare the table after each call.
+"""
+from __future__ import annotations
+
+import hashlib
+
+EVENT_COLUMNS = "order_id STRING, customer_id STRING, amount DECIMAL(10,2), status STRING, event_time TIMESTAMP"
+
+
+def events(spark, rows: list[tuple]):
+    """A batch of order events from ``(order_id, customer_id, amount, status, event_time)`` tuples."""
+    from decimal import Decimal
+    from datetime import datetime
+
+    typed = [(o, c, Decimal(a), s, datetime.fromisoformat(t)) for o, c, a, s, t in rows]
+    return spark.createDataFrame(typed, EVENT_COLUMNS)
+
+
+def empty_table(spark, path: str, stamped: bool = False) -> str:
+    """A fresh, empty Delta table of order events at ``path`` (``stamped``: plus a merged_at column)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+    columns = EVENT_COLUMNS + (", merged_at TIMESTAMP" if stamped else "")
+    spark.createDataFrame([], columns).write.format("delta").save(path)
+    return path
+
+
+def merge_as_is(spark, table: str, batch) -> None:
+    """MERGE the batch on order_id: update the row if the order is there, insert it if not."""
+    from delta.tables import DeltaTable
+
+    (DeltaTable.forPath(spark, table).alias("t")
+        .merge(batch.alias("s"), "t.order_id = s.order_id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute())
+
+
+def latest_per_order(batch):
+    """At most one row per order_id: its latest event. Ties on event_time are broken by
+    status, so the same batch always keeps the same row (a replay must choose alike)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    newest_first = Window.partitionBy("order_id").orderBy(F.col("event_time").desc(), F.col("status").desc())
+    return batch.withColumn("rank", F.row_number().over(newest_first)).filter("rank = 1").drop("rank")
+
+
+def merge_latest(spark, table: str, batch) -> None:
+    """The safe MERGE: one row per key first, deterministic columns only."""
+    merge_as_is(spark, table, latest_per_order(batch))
+
+
+def merge_stamped(spark, table: str, batch) -> None:
+    """One row per key, but each row is also stamped with the time of the MERGE: not deterministic,
+    so a replay of the same batch writes different values (for a table made with stamped=True)."""
+    from pyspark.sql import functions as F
+
+    merge_as_is(spark, table, latest_per_order(batch).withColumn("merged_at", F.current_timestamp()))
+
+
+def rows_per_order(spark, table: str) -> dict[str, int]:
+    rows = spark.read.format("delta").load(table).groupBy("order_id").count().collect()
+    return {r.order_id: r["count"] for r in sorted(rows)}
+
+
+def fingerprint(spark, table: str) -> str:
+    """A short hash of every row of the table (sorted): equal before and after a replay means 'same table'."""
+    rows = sorted(tuple(str(v) for v in row) for row in spark.read.format("delta").load(table).collect())
+    return hashlib.sha256(repr(rows).encode()).hexdigest()[:12]
+
+
+def merge_error(error: Exception) -> str:
+    """The error class Delta gives, e.g. DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE."""
+    import re
+
+    found = re.search(r"\[([A-Z_]+)\]", str(error))
+    return found.group(1) if found else type(error).__name__

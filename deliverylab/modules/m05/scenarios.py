@@ -1,0 +1,63 @@
+"""The runs of module 05 in one call each, so a cell shows the idea and not the plumbing."""
+from __future__ import annotations
+
+import json
+
+from ... import checkpoint
+from ...crashlab import Pipeline
+
+
+def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str | None = None, **pipeline_args):
+    """Start ``variant`` (a name, or your own pipeline function), process ``orders`` orders, crash it at
+    ``point`` while a fresh batch runs, restart it from its checkpoint and let it catch up.
+
+    Returns ``(pipe, crash)``; ``pipe.ledger()`` says what reached the sink.
+    """
+    pipeline_args.setdefault("max_per_batch", 200)
+    pipe = Pipeline(lesson, variant, name=name, **pipeline_args).start()
+    pipe.produce(orders)
+    pipe.drain()
+    crash = pipe.crash(point, orders=orders)
+    pipe.restart()
+    pipe.drain()
+    return pipe, crash
+
+
+def starting_offsets_json(pipe) -> str:
+    """Where the pipeline's checkpoint has finished, as Spark's ``startingOffsets`` JSON."""
+    done = checkpoint.done_offsets(pipe.checkpoint, pipe.topic)
+    return json.dumps({pipe.topic: {str(p): o for p, o in sorted(done.items())}})
+
+
+def new_checkpoint(pipe, orders: int = 100, resume_where_it_stopped: bool = False) -> None:
+    """What a well-meaning clean-up does: stop the pipeline, delete its checkpoint, start it again.
+
+    The new query starts where ``startingOffsets`` says: ``earliest`` for these pipelines
+    (so it reads the whole topic again), or, with ``resume_where_it_stopped``, the offsets the
+    old checkpoint had finished. Then ``orders`` new orders are produced and processed.
+    """
+    pipe.stop()
+    resume = starting_offsets_json(pipe) if resume_where_it_stopped else None
+    pipe.delete_checkpoint()
+    if resume:
+        pipe.options["starting_offsets"] = resume
+    pipe.restart()
+    pipe.produce(orders)
+    pipe.drain()
+
+
+def replays(pipe) -> list[tuple[str, int, int | None, int]]:
+    """For each crash that left a batch to run again:
+    ``(crash point, batch id, rows the replay read, rows the batch's recorded range holds)``.
+
+    A sink that recognises a batch it already committed skips it without reading it, so its
+    replay reads 0 rows; ``None`` when no progress record of the replay was kept.
+    """
+    found = []
+    for crash in pipe.crashes:
+        if crash.batch is None or not crash.replayed:
+            continue
+        records = [p for p in pipe.progress(run=crash.run + 1) if p["batch"] == crash.batch]
+        found.append((crash.point, crash.batch, records[0]["rows"] if records else None,
+                      pipe.batch_rows(crash.batch, crash.run)))
+    return found
