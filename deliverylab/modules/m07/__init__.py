@@ -1,0 +1,17 @@
+"""Module 07, what breaks exactly-once.
+
+    notifications  the side effect of lesson section 1: read the notifications table, count repeats
+    restarts       a deleted checkpoint: stop, delete, restart from earliest or latest
+    kernel         short streams in the notebook's own SparkSession (availableNow): a restart after
+                   the topic lost unread records, a changed query, and Spark's error, first line
+    keys           a MERGE keyed on a random id, run twice on the same batch
+    quarantine     poison pills: raw records to a topic, classify each one, good rows and a
+                   quarantine table written by one foreachBatch, the counts that must add up
+    lab            the lab's checks, one function per exercise
+
+The pipelines the lesson crashes are variants of the crash lab (crashlab/variants.py:
+notify_per_batch, notify_once, at_least_once, delta_txn).
+"""
+from . import keys, kernel, lab, notifications, quarantine, restarts
+
+__all__ = ["keys", "kernel", "lab", "notifications", "quarantine", "restarts"]

@@ -1,0 +1,70 @@
+"""Short streams in the notebook's own SparkSession, run to the end of what the topic holds.
+
+Each run is ``trigger(availableNow=True)``: the query reads what is in the topic when it
+starts, commits, and stops, like a scheduled job that restarts from its checkpoint. That
+makes "the query was down while ..." a plain sequence of cells.
+"""
+from __future__ import annotations
+
+from ...config import CourseError
+
+
+def orders_from(spark, bootstrap: str, topic: str, fail_on_data_loss: bool = True):
+    """The orders topic as a stream of parsed orders (the crash lab's reader, plus failOnDataLoss)."""
+    from pyspark.sql import functions as F
+
+    from ...orders import ORDER_SCHEMA
+
+    return (spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("failOnDataLoss", "true" if fail_on_data_loss else "false")
+            .load()
+            .select(F.from_json(F.col("value").cast("string"), ORDER_SCHEMA).alias("order"))
+            .select("order.*"))
+
+
+def run_to_end(stream, checkpoint: str, table: str) -> str | None:
+    """Append ``stream`` to the Delta table at ``table`` until it has read everything available, then stop.
+
+    Returns None when the run finished, or the first line of Spark's error when it failed.
+    """
+    query = (stream.writeStream.format("delta").option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start(table))
+    try:
+        query.awaitTermination()
+    except Exception as error:  # noqa: BLE001 - the lesson prints what Spark said
+        return first_line(error)
+    return None
+
+
+def first_line(error) -> str:
+    """The stable part of a streaming query's error: its first sentence, without the query's ids.
+
+    Spark wraps the cause as ``[STREAM_FAILED] Query [id = .., runId = ..] terminated with
+    exception: <cause>``; the cause's first line is what says what went wrong.
+    """
+    text = str(error)
+    marker = "terminated with exception: "
+    if marker in text:
+        text = text.split(marker, 1)[1]
+    text = text.removeprefix("assertion failed: ")
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line.split(" SQLSTATE:")[0].strip()
+
+
+def drop_unread(bootstrap: str, topic: str) -> dict[int, int]:
+    """Make the broker drop every record ``topic`` holds now, as retention does when it deletes
+    old segments: the partitions' log start offsets move up to their end. Returns the new start
+    offsets. (Kafka's DeleteRecords request, the one ``kafka-delete-records.sh`` sends.)"""
+    from kafka import TopicPartition
+
+    from ...stack import kafka
+
+    ends = kafka.end_offsets(bootstrap, topic)
+    if not ends:
+        raise CourseError(f"Topic {topic} does not exist or has no partitions: produce some orders first.")
+    with kafka.admin(bootstrap) as client:
+        client.delete_records({TopicPartition(topic, p): offset for p, offset in ends.items()})
+    return kafka.beginning_offsets(bootstrap, topic)
