@@ -23,7 +23,8 @@ Labs, quizzes and progress
 The machine (stack/: imports no course code)
     stack/       java, jars (+ ivy/), broker, kafka clients, session, processes, jupyter,
                  runner, nbcapture (keeps what nbval executed, for the browser test),
-                 flaky (a proxy that loses produce replies)
+                 flaky (a proxy that loses produce replies), cluster (a local Spark standalone
+                 cluster: master + 2 workers), brokers (a three-broker Kafka cluster)
 
 The crash lab (crashlab/)
     crashlab/    variants (the pipelines, one table), sinks, crashpoints (+ java/ hook),
@@ -32,9 +33,29 @@ The crash lab (crashlab/)
 
 Each module's own helpers (modules/)
     modules/m01/ consumers (the code lesson 01 shows), process (the consumer process),
-                 harness (run, crash, count)
+                 harness (run, crash, count), lab (checks)
+    modules/m02/ groups (consumer groups vs the checkpoint), feed (a socket's far end),
+                 ranges (a batch's range as Spark reported it), lab (checks)
+    modules/m03/ queries (a query's checkpoint folder), charts (missing revenue), lab (checks)
+    modules/m04/ retries (producer retries, copies), duplicates (source vs replay), watermarks,
+                 pitfall (event-time cases), charts (dedup state), trial (a dedupe() run), lab (checks)
+    modules/m05/ merges (MERGE demos in the kernel), scenarios (crash and replay, a new
+                 checkpoint), lab (checks)
+    modules/m06/ producers (a lost produce reply), relay (consume-transform-produce in one
+                 transaction, its process), harness (run, crash, reconcile), lab (checks)
+    modules/m07/ notifications (a side effect in foreachBatch), restarts (a deleted checkpoint),
+                 kernel (availableNow runs: retention, query changes), keys (a random MERGE key),
+                 quarantine (poison pills), lab (checks)
+    modules/m08/ matrix (every variant through one chaos plan), price (throughput and latency
+                 per variant), audit (Delta history as the audit trail), lab (checks)
 
-Commands: doctor (environment check), bench (timings), __main__ (python -m deliverylab).
+Workshops, and the course to read without running (workshop/)
+    workshop/    events (results to the class topic), feed (reading it), presence (hello, twin ids),
+                 board (the instructor's live table), join (workshop.ini), button (Reset lesson),
+                 site (make site: lessons as HTML)
+
+Commands: doctor (environment check), bench (timings), __main__ (python -m deliverylab),
+cluster_smoke (one Kafka->Delta batch on the Spark cluster), cluster_bench (the cluster figures).
 """
 from .config import CourseError
 
@@ -47,6 +68,7 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
     Broker up, the lesson's own topics and folders, its state reset, a five-line summary
     (see lesson.py). For a lesson that crashes Spark drivers, a standby driver also starts
     booting now, so the lesson's first pipeline starts in a second or two (crashlab/drivers.py).
+    In JupyterLab a "Reset lesson" button follows the summary (workshop/button.py).
     """
     from .course import uses_crash_lab
     from .lesson import setup as prepare
@@ -56,6 +78,10 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
         from .crashlab import warm_up
 
         warm_up()
+    if not quiet:
+        from .workshop.button import show_reset_button
+
+        show_reset_button(lesson)
     return lesson
 
 
