@@ -11,7 +11,7 @@ NOTEBOOK_DIRS := notebooks labs solutions
 # driver booting or a batch draining, so two share two cores well); NBVAL_WORKERS=0 runs them one by one.
 NBVAL_WORKERS ?= 2
 NBVAL := --nbval-lax --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval-sanitize.cfg \
-	-p deliverylab.stack.nbcapture -n $(NBVAL_WORKERS) --dist loadgroup
+	-p deliverylab.stack.nbcapture -n $(NBVAL_WORKERS) --dist loadscope
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -rs
 
 .PHONY: setup lab test test-cluster stop bench doctor clean site

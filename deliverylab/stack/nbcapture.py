@@ -8,7 +8,7 @@ part and never keeps. The browser test opens these copies to check what a learne
 and its slowest cells (``python -m deliverylab.stack.nbcapture`` prints them). One file per
 notebook, so parallel workers (pytest-xdist) never write the same file.
 
-Under pytest-xdist (``-n 2 --dist loadgroup``), a module's notebooks form one group: a lesson's
+Under pytest-xdist (``-n 2 --dist loadscope``), a module's notebooks form one scope: a lesson's
 lab and its solution use the same lesson name (and so the same topics and folders), so they
 must never run at the same time. Groups go out latest module first: later modules take longer,
 and starting the long ones first lets the workers finish together.
@@ -19,6 +19,8 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 from ..config import settings
 
@@ -43,16 +45,31 @@ def module_group(notebook: Path) -> str:
     return f"module-{number}" if number.isdigit() else f"notebook-{notebook.stem}"
 
 
-def pytest_collection_modifyitems(session, config, items):
-    import pytest
+def scope_of(nodeid: str) -> str:
+    """The xdist scope of a test: a notebook cell's module group, else its file."""
+    path = nodeid.split("::")[0]
+    return module_group(Path(path)) if path.endswith(".ipynb") else path
 
-    notebooks = {id(item): _notebook_of(item) for item in items}
-    for item in items:
-        if notebooks[id(item)] is not None:
-            item.add_marker(pytest.mark.xdist_group(name=module_group(notebooks[id(item)])))
-    # the latest module first; a notebook's cells keep their order (a stable sort)
-    items.sort(key=lambda item: "" if notebooks[id(item)] is None else "~" + module_group(notebooks[id(item)]),
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    """The latest module first; a notebook's cells keep their order (a stable sort)."""
+    items.sort(key=lambda item: "" if _notebook_of(item) is None else "~" + module_group(_notebook_of(item)),
                reverse=True)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``-n N --dist loadscope``: one scope per module (see scope_of), handed out in
+    collection order, so a module's notebooks run one after the other on one worker."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ModuleScheduling(config, log)
 
 
 def pytest_runtest_makereport(item, call):

@@ -1,4 +1,4 @@
-"""The nbval plugin: a module's notebooks share one xdist group, latest module first."""
+"""The nbval plugin: a module's notebooks share one xdist scope, latest module first."""
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,5 +31,14 @@ def test_items_get_their_group_and_the_latest_module_runs_first_with_cells_in_or
     assert order == [("notebooks/02-anatomy.ipynb", 0), ("notebooks/02-anatomy.ipynb", 1),
                      ("labs/02-anatomy-lab.ipynb", 0), ("solutions/02-anatomy-lab.ipynb", 0),
                      ("notebooks/00-setup-and-tour.ipynb", 0), ("notebooks/00-setup-and-tour.ipynb", 1)]
-    assert [m.kwargs["name"] for m in items[0].markers] == ["module-02"]
-    assert [m.kwargs["name"] for m in items[-1].markers] == ["module-00"]
+
+
+def test_the_scheduler_keeps_a_module_on_one_worker():
+    scopes = {nbcapture.scope_of(n) for n in ("notebooks/02-anatomy.ipynb::Cell 3", "labs/02-anatomy-lab.ipynb::Cell 0",
+                                             "solutions/02-anatomy-lab.ipynb::Cell 9")}
+    assert scopes == {"module-02"}
+    assert nbcapture.scope_of("tests/test_ledger.py::test_x") == "tests/test_ledger.py"
+
+
+def test_no_scheduler_of_ours_for_other_dist_modes():
+    assert nbcapture.pytest_xdist_make_scheduler(SimpleNamespace(getoption=lambda name: "load"), log=None) is None
