@@ -41,6 +41,18 @@ def test_first_line_keeps_the_cause_without_the_query_ids():
     assert kernel.first_line(loss) == "Some data may have been lost because they are not available in Kafka any more;"
 
 
+def test_kafkas_data_loss_sentence_is_found_when_a_task_reports_it():
+    class Captured(Exception):
+        def __init__(self, text, cause=None):
+            super().__init__(text)
+            self._cause = cause
+
+    inner = Captured("Cannot fetch offset 0 (GroupId: g, TopicPartition: t-0). " + kernel.KAFKA_DATA_LOSS + " either")
+    wrapped = Captured("[STREAM_FAILED] Query [id = a, runId = b] terminated with exception: [TASK_WRITE_FAILED] "
+                       "Task failed while writing rows to file:/x.", Captured("Job aborted", inner))
+    assert kernel.first_line(wrapped) == kernel.KAFKA_DATA_LOSS
+
+
 def test_the_poison_pill_file_keeps_its_empty_message():
     lines = quarantine.poison_lines()
     assert "" in lines and len(lines) == 26

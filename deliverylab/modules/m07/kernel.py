@@ -39,12 +39,30 @@ def run_to_end(stream, checkpoint: str, table: str) -> str | None:
     return None
 
 
+#: How Spark's Kafka source says that records it must read are gone (retention, a deleted topic). The
+#: driver says it when it plans a batch; a task that finds the records gone while reading says it
+#: too, and Spark then wraps it in TASK_WRITE_FAILED: which one speaks depends on timing.
+KAFKA_DATA_LOSS = "Some data may have been lost because they are not available in Kafka any more;"
+
+
+def _with_causes(error) -> str:
+    """The error's text and the text of every exception that caused it (pyspark keeps them in ``_cause``)."""
+    texts, seen = [], 0
+    while error is not None and seen < 10:
+        texts += [str(error), str(getattr(error, "_stackTrace", None) or "")]  # Java's trace has its "Caused by:"
+        error, seen = getattr(error, "_cause", None), seen + 1
+    return "\n".join(texts)
+
+
 def first_line(error) -> str:
     """The stable part of a streaming query's error: its first sentence, without the query's ids.
 
     Spark wraps the cause as ``[STREAM_FAILED] Query [id = .., runId = ..] terminated with
-    exception: <cause>``; the cause's first line is what says what went wrong.
+    exception: <cause>``; the cause's first line is what says what went wrong. Kafka's data-loss
+    sentence is returned wherever in the chain of causes it stands.
     """
+    if KAFKA_DATA_LOSS in _with_causes(error):
+        return KAFKA_DATA_LOSS
     text = str(error)
     marker = "terminated with exception: "
     if marker in text:
