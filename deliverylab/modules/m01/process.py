@@ -57,6 +57,10 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
         # static membership: a restarted consumer takes over the killed one's place at once
         # instead of waiting for the broker to notice that the dead one stopped heartbeating
         group_instance_id=f"{group}.consumer" if spec.uses_group else None,
+        # a long session: on a busy machine a late heartbeat must not evict the member, or the
+        # broker rebalances the group and the next offset commit fails (RebalanceInProgress);
+        # a killed member is replaced at once by its restart anyway (static membership)
+        session_timeout_ms=45000,
         client_id=f"deliverylab-{variant}",
         enable_auto_commit=False,
         auto_offset_reset="earliest",
