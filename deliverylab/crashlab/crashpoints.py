@@ -5,7 +5,11 @@ All four fire inside the driver's JVM, in the course's small Java hook
 
 * ``before_sink_write``, ``after_sink_write``, ``after_commit``: Spark's checkpoint writer
   is replaced by ``CrashPointCheckpointFileManager``, which fires once ``offsets/N`` is
-  closed, just before ``commits/N`` is created, and once ``commits/N`` is closed.
+  closed, just before ``commits/N`` is created, and once ``commits/N`` is closed. It passes
+  over a batch that reads no new records (``offsets/N`` names the offsets of ``offsets/N-1``:
+  the no-data batch Spark runs after a batch to move a watermark on), so a crash armed for the
+  next batch always hits one with orders in it; armed for batch N, it fires in N or, if N reads
+  nothing new, in the first later batch that does.
 * ``mid_sink_write``: every crash-lab pipeline filters its input through
   ``MidWriteGate``, a SQL function that keeps every row. A streaming query sets the
   local property ``streaming.sql.batchId`` on every job of a micro-batch (also on the
