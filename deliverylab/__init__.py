@@ -48,6 +48,9 @@ Each module's own helpers (modules/)
                  quarantine (poison pills), lab (checks)
     modules/m08/ matrix (every variant through one chaos plan), price (throughput and latency
                  per variant), audit (Delta history as the audit trail), lab (checks)
+    modules/m09/ clusters (the kernel onto both clusters), executors (an executor killed mid-task, the
+                 notification Outbox), leaders (a partition leader killed mid-stream, acks and
+                 min.insync.replicas), lab (checks)
 
 Workshops, and the course to read without running (workshop/)
     workshop/    events (results to the class topic), feed (reading it), presence (hello, twin ids),

@@ -26,10 +26,15 @@ MODULES = {
     "06-kafka-end-to-end": "Kafka end to end",
     "07-what-breaks": "What breaks exactly-once",
     "08-capstone": "Capstone: the guarantee matrix, measured",
+    "09-beyond-the-driver": "Failures beyond the driver (on a cluster)",
 }
 
+#: Modules whose notebooks run on the local Spark and Kafka clusters (they start both, and need
+#: about 6 GB): `make test-cluster` runs them; `make test` runs only their unit tests.
+CLUSTER_MODULES = {"09-beyond-the-driver"}
+
 #: Lessons and labs that need no Spark driver process of their own (the rest crash some).
-WITHOUT_CRASH_LAB = {"00-setup-and-tour", "01-three-guarantees-lab"}
+WITHOUT_CRASH_LAB = {"00-setup-and-tour", "01-three-guarantees-lab", "09-beyond-the-driver-lab"}
 
 LAB_SUFFIX = "-lab"
 TEST_PREFIX = "test-"
@@ -69,6 +74,11 @@ def check_lesson_name(name: str) -> str:
 def uses_crash_lab(name: str) -> bool:
     """Does this lesson or lab start crash-lab pipelines (so a standby driver is worth booting)?"""
     return name not in WITHOUT_CRASH_LAB and not name.startswith(TEST_PREFIX)
+
+
+def needs_clusters(name: str) -> bool:
+    """Does this notebook (a lesson or lab name, or a path) belong to a module that runs on the clusters?"""
+    return module_id(Path(str(name)).name) in CLUSTER_MODULES
 
 
 def quiz_bank_path(name: str) -> Path:

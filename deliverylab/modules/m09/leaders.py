@@ -1,0 +1,222 @@
+"""A partition leader killed mid-stream, on the three-broker Kafka cluster (lesson 09 section 3,
+lab 09 exercise 2), and what ``acks`` and ``min.insync.replicas`` decide when replicas are missing.
+
+Every broker of the cluster is a real JVM; "killing a broker" is a SIGKILL of it
+(stack/brokers.py). The controller notices the missing heartbeats, fences the broker, and
+elects a new leader among the in-sync replicas of each partition it led. A producer that
+writes with ``acks=all`` and idempotence retries the writes it had in flight, and the broker
+keeps only one copy of each (it tracks the producer's sequence numbers per partition).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ... import ledger, orders
+from ...config import CourseError
+from ...stack import brokers, kafka
+
+#: the producer settings of the lesson: what makes a leader's death lose and duplicate nothing
+SAFE_PRODUCER = {"acks": "all", "enable_idempotence": True}
+#: the topic settings of the lesson: three copies, and a write needs two of them in sync
+SAFE_TOPIC = {"replication_factor": 3, "min.insync.replicas": "2"}
+ISR_TIMEOUT_S = 45
+
+
+def _quiet(message: str) -> None:
+    """The default log: the lesson prints stable lines itself (pids and app ids differ every run)."""
+
+
+def producer(bootstrap: str, **settings):
+    """A kafka-python producer for the cluster, with bounded waits (a dead broker never hangs a cell)."""
+    from kafka import KafkaProducer
+
+    options = {"request_timeout_ms": 5000, "delivery_timeout_ms": 30000, "max_block_ms": 30000,
+               "linger_ms": 5, **settings}
+    return KafkaProducer(bootstrap_servers=bootstrap, **options)
+
+
+def create_topic(bootstrap: str, topic: str, replication_factor: int = 3, partitions: int = 2,
+                 replicas: dict[int, list[int]] | None = None, **config: str) -> None:
+    """Create ``topic`` (deleted first if it exists) with ``replication_factor`` copies of each partition,
+    or the exact ``replicas`` {partition: [broker ids]}, and the topic ``config`` (dots in names allowed
+    through ``**{"min.insync.replicas": "2"}``)."""
+    from kafka.admin import NewTopic
+
+    kafka.delete_topics(bootstrap, [topic])
+    spec = (NewTopic(topic, num_partitions=-1, replication_factor=-1, replica_assignments=replicas,
+                     topic_configs=config) if replicas else
+            NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor, topic_configs=config))
+    with kafka.admin(bootstrap) as client:
+        client.create_topics([spec])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if all(p["leader_id"] >= 0 for p in partitions_of(bootstrap, topic)):
+            return
+        time.sleep(0.2)
+    raise CourseError(f"Topic {topic} has no leader for every partition 30 s after it was created.")
+
+
+def partitions_of(bootstrap: str, topic: str, attempts: int = 20) -> list[dict]:
+    """The topic's partitions as the cluster describes them (leader_id, replica_nodes, isr_nodes).
+
+    Retried while a broker that was just killed is still in the cluster's metadata: kafka-python's
+    admin client gives up with a connection error when it picks that broker."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError
+
+    for attempt in range(attempts):
+        try:
+            with kafka.admin(bootstrap) as client:
+                found = client.describe_topics([topic])
+            return sorted(found[0]["partitions"], key=lambda p: p["partition_index"]) if found else []
+        except (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+    return []
+
+
+#: what topic_settings says when the topic does not set min.insync.replicas itself
+BROKER_DEFAULT = "not set on the topic (the brokers' default applies)"
+
+
+def topic_settings(bootstrap: str, topic: str) -> dict:
+    """What the brokers say the topic has: ``replication_factor`` and its own ``min.insync.replicas``."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    with kafka.admin(bootstrap) as client:
+        found = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    entry = found.get("topic", {}).get(topic, {}).get("min.insync.replicas")  # {"topic": {name: {key: {...}}}}
+    parts = partitions_of(bootstrap, topic)
+    return {"replication_factor": min((len(p["replica_nodes"]) for p in parts), default=0),
+            "min.insync.replicas": entry["value"] if entry else BROKER_DEFAULT}
+
+
+def wait_for_isr(bootstrap: str, topic: str, partition: int, wanted: set[int], timeout_s: float = ISR_TIMEOUT_S):
+    """Wait until the partition's in-sync replicas are ``wanted`` (the controller fences a dead broker
+    after its session times out, about 9 s, and drops it from every ISR)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        isr = set(partitions_of(bootstrap, topic)[partition]["isr_nodes"])
+        if isr == wanted:
+            return
+        time.sleep(0.3)
+    raise CourseError(f"Partition {partition} of {topic} did not reach in-sync replicas {sorted(wanted)} within "
+                      f"{timeout_s:.0f} s. `python -m deliverylab stack status` shows which brokers run.")
+
+
+@dataclass
+class LeaderKill:
+    """What producing through the death of a partition leader left in the topic."""
+
+    produced: list = field(default_factory=list)
+    killed: int | None = None              # the broker that led partition 0
+    new_leader: int | None = None          # the leader elected after it
+    in_topic: ledger.Ledger | None = None  # the topic's records, reconciled
+    table: ledger.Ledger | None = None     # the Delta table a Spark query wrote meanwhile, reconciled
+    settings: dict = field(default_factory=dict)   # the producer settings used
+    topic: dict = field(default_factory=dict)      # the topic settings, as the brokers describe them
+    error: str | None = None               # what the producer said, when a send failed
+
+    def lines(self) -> list[str]:
+        moved = self.new_leader is not None and self.new_leader != self.killed
+        return [f"leader of partition 0 killed: {self.killed is not None}",
+                f"a new leader was elected from the in-sync replicas: {moved}",
+                f"producer errors: {self.error or 'none'}",
+                f"in the topic: {self.in_topic.verdict_line() if self.in_topic else 'not read'}"] + (
+                [f"in the Delta table the stream wrote: {self.table.verdict_line()}"] if self.table else [])
+
+
+def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, settings: dict | None = None,
+                                  restart: bool = True, log=_quiet) -> LeaderKill:
+    """Produce ``count`` seeded orders to ``topic`` in a steady stream, SIGKILL the leader of partition 0
+    when half are sent, finish, and reconcile what the topic holds. ``restart`` brings the broker back
+    afterwards (it rejoins as a follower and catches up)."""
+    settings = dict(SAFE_PRODUCER if settings is None else settings)
+    result = LeaderKill(produced=orders.generate_orders(count), settings=settings,
+                        topic=topic_settings(bootstrap, topic))
+    sender = producer(bootstrap, **settings)
+    failures: list[str] = []
+
+    def failed(error):
+        failures.append(type(error).__name__)
+
+    try:
+        for n, order in enumerate(result.produced):
+            if n == count // 2:
+                sender.flush()
+                result.killed = partitions_of(bootstrap, topic)[0]["leader_id"]
+                brokers.kill_broker(result.killed, log=log)
+            sender.send(topic, key=order["order_id"].encode(), value=orders.encode(order)).add_errback(failed)
+            if n % 20 == 19:
+                time.sleep(0.02)  # a steady stream, not one burst
+        sender.flush()
+    finally:
+        sender.close(timeout=10)
+    result.error = ", ".join(sorted(set(failures))) or None
+    result.new_leader = partitions_of(_live_address(result.killed), topic)[0]["leader_id"]
+    if restart and result.killed is not None:
+        brokers.restart_broker(result.killed, log=log)  # before reading: a partition with one copy needs it back
+    result.in_topic = ledger.reconcile(result.produced, ledger.read_kafka_topic(bootstrap, topic), label="topic")
+    return result
+
+
+def _live_address(dead: int | None) -> str:
+    """The bootstrap list without the broker that was killed."""
+    return ",".join(f"127.0.0.1:{brokers.client_port(n)}" for n in range(1, brokers.NODES + 1) if n != dead)
+
+
+def send_with_one_replica_left(bootstrap: str, topic: str, log=_quiet) -> dict[str, str]:
+    """Partition 0 of ``topic`` has two replicas and ``min.insync.replicas=2``. Kill the follower, wait until
+    the cluster drops it from the in-sync replicas, then send one record with ``acks=all`` and one with
+    ``acks=1``; return what each send did (``written`` or the error's name). Retries are off, so a refusal
+    shows at once (with retries, the producer keeps trying until ``delivery.timeout.ms``)."""
+    part = partitions_of(bootstrap, topic)[0]
+    leader = part["leader_id"]
+    follower = next(n for n in part["replica_nodes"] if n != leader)
+    brokers.kill_broker(follower, log=log)
+    outcome = {}
+    try:
+        wait_for_isr(_live_address(follower), topic, 0, {leader})
+        for acks in ("all", 1):
+            sender = producer(_live_address(follower), acks=acks, enable_idempotence=False, retries=0)
+            try:
+                sender.send(topic, key=b"o-check", value=b"{}", partition=0).get(timeout=20)
+                outcome[f"acks={acks}"] = "written"
+            except Exception as error:  # noqa: BLE001 - the lesson prints which error the broker gave
+                outcome[f"acks={acks}"] = f"refused ({type(error).__name__})"
+            finally:
+                sender.close(timeout=5)
+    finally:
+        brokers.restart_broker(follower, log=log)
+    return outcome
+
+
+def stream_through_a_leader_kill(spark, lesson, name: str = "leader-kill", count: int = 400,
+                                 settings: dict | None = None, topic_config: dict | None = None,
+                                 log=_quiet) -> LeaderKill:
+    """Create the lesson's topic ``name`` (``topic_config``: replication_factor and topic settings), start a
+    Spark query that copies it into a Delta table, produce through a leader kill (the killed broker is
+    restarted once the producer is done), let the query catch up, and reconcile the topic and the table."""
+    from ...streams import wait_until_drained
+
+    topic_config = dict(SAFE_TOPIC if topic_config is None else topic_config)
+    replication = int(topic_config.pop("replication_factor", 3))
+    topic, table = lesson.topic(name), lesson.table(name)
+    create_topic(lesson.bootstrap, topic, replication_factor=replication, **topic_config)
+    query = lesson.track(
+        spark.readStream.format("kafka").option("kafka.bootstrap.servers", lesson.bootstrap)
+        .option("subscribe", topic).option("startingOffsets", "earliest").load()
+        .selectExpr("CAST(value AS STRING) AS json")
+        .selectExpr("get_json_object(json, '$.order_id') AS order_id",
+                    "CAST(get_json_object(json, '$.amount') AS DECIMAL(10,2)) AS amount")
+        .writeStream.format("delta").option("checkpointLocation", lesson.checkpoint(name))
+        .trigger(processingTime="1 second").start(table))
+    try:
+        result = produce_through_a_leader_kill(lesson.bootstrap, topic, count, settings, log=log)
+        wait_until_drained(query, timeout_s=120)
+    finally:
+        query.stop()
+    result.table = ledger.reconcile(result.produced, ledger.read_delta(spark, table), label="delta table")
+    return result

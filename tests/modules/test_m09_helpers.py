@@ -1,0 +1,126 @@
+"""Module 09's helpers that need no cluster: the Outbox, what a run reports, moving the kernel onto the clusters."""
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from deliverylab import ledger
+from deliverylab.config import CourseError
+from deliverylab.modules.m09 import clusters, executors, leaders
+from deliverylab.modules.m09.executors import ExecutorKill, Outbox, reconcile_outbox
+
+PRODUCED = [{"order_id": f"o-{n}", "amount": "5.00"} for n in range(4)]
+
+
+def test_the_outbox_delivers_every_call_without_a_key(tmp_path):
+    box = Outbox(tmp_path / "box")
+    assert box.send("o-1") and box.send("o-1", attempt=1)
+    assert box.delivered() == ["o-1", "o-1"]
+    assert box.calls() == [(0, "o-1"), (1, "o-1")]
+
+
+def test_the_outbox_delivers_a_key_once_and_records_every_call(tmp_path):
+    box = Outbox(tmp_path / "box")
+    assert box.send("o-1", 0, key="o-1") is True
+    assert box.send("o-1", 1, key="o-1") is False
+    assert box.send("o-2", 1, key="o/2 with spaces") is True  # any text is a key
+    assert box.delivered() == ["o-1", "o-2"]
+    assert len(box.calls()) == 3
+
+
+def test_two_tasks_sending_the_same_key_at_once_deliver_it_once(tmp_path):
+    box = Outbox(tmp_path / "box")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(box.send("o-9", 0, key="o-9"))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 7 + [True] and box.delivered() == ["o-9"]
+
+
+def test_an_empty_outbox_has_no_calls(tmp_path):
+    assert Outbox(tmp_path / "never").calls() == [] and Outbox(tmp_path / "never").delivered() == []
+
+
+def run_where_the_first_attempt_died_after(k, tmp_path):
+    box = Outbox(tmp_path / "box")
+    for attempt, ids in ((0, PRODUCED[:k]), (1, PRODUCED)):
+        for order in ids:
+            box.send(order["order_id"], attempt)
+    return ExecutorKill(produced=PRODUCED, table=ledger.reconcile(PRODUCED, PRODUCED), killed=[1],
+                        notified=reconcile_outbox(PRODUCED, box), calls=box.calls(), on_cluster=True)
+
+
+def test_a_run_reports_the_retry_and_where_the_repeats_came_from(tmp_path):
+    run = run_where_the_first_attempt_died_after(2, tmp_path)
+    assert run.retried and run.calls_per_attempt == {0: 2, 1: 4}
+    assert run.notified.duplicated_ids == ("o-0", "o-1") and run.twice_from_killed_attempt
+    assert run.lines() == ["ran on the Spark cluster: True",
+                           "executors killed mid-task: True",
+                           "the killed task ran again (a second attempt): True",
+                           "delta table:   verdict: exactly-once (produced=4 lost=0 duplicated=0)",
+                           "notifications: at-least-once (lost=0, duplicated: some)"]
+
+
+def test_a_run_without_a_second_attempt_is_not_a_retry(tmp_path):
+    run = run_where_the_first_attempt_died_after(0, tmp_path)
+    run.calls = [(0, i) for _, i in run.calls]
+    assert not run.retried
+
+
+def test_a_trial_call_shows_an_unfinished_key_in_the_notebook_before_spark_runs():
+    def unfinished(call):
+        raise NotImplementedError("TODO")
+
+    with pytest.raises(NotImplementedError):
+        executors.kill_an_executor_mid_batch(None, None, key=unfinished)
+
+
+def test_a_leader_kill_reports_the_election_and_both_ledgers():
+    exact = ledger.reconcile(PRODUCED, PRODUCED)
+    result = leaders.LeaderKill(produced=PRODUCED, killed=2, new_leader=3, in_topic=exact, table=exact)
+    assert result.lines() == ["leader of partition 0 killed: True",
+                              "a new leader was elected from the in-sync replicas: True",
+                              "producer errors: none",
+                              "in the topic: verdict: exactly-once (produced=4 lost=0 duplicated=0)",
+                              "in the Delta table the stream wrote: verdict: exactly-once (produced=4 lost=0 duplicated=0)"]
+    assert "a new leader was elected from the in-sync replicas: False" in \
+        leaders.LeaderKill(killed=2, new_leader=2).lines()
+
+
+def test_the_lessons_settings_are_the_safe_ones():
+    assert leaders.SAFE_PRODUCER == {"acks": "all", "enable_idempotence": True}
+    assert leaders.SAFE_TOPIC == {"replication_factor": 3, "min.insync.replicas": "2"}
+
+
+@pytest.fixture
+def both_clusters_up(monkeypatch):
+    from deliverylab.stack import brokers, cluster
+
+    monkeypatch.setattr(cluster, "up", lambda log: SimpleNamespace(alive=2))
+    monkeypatch.setattr(brokers, "up", lambda log: SimpleNamespace(live={1, 2, 3}))
+    monkeypatch.delenv("DELIVERYLAB_SPARK_MASTER", raising=False)
+    monkeypatch.delenv("DELIVERYLAB_BROKER", raising=False)
+
+
+def test_using_the_clusters_sets_the_two_settings(both_clusters_up, monkeypatch):
+    import os
+
+    from pyspark.sql import SparkSession
+
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    lines = clusters.use_the_clusters(log=lambda m: None)
+    assert os.environ["DELIVERYLAB_SPARK_MASTER"] == "spark://127.0.0.1:7077"
+    assert os.environ["DELIVERYLAB_BROKER"] == "127.0.0.1:9192,127.0.0.1:9202,127.0.0.1:9212"
+    assert lines == ["spark     spark://127.0.0.1:7077: 2 workers alive",
+                     "kafka     3 brokers (1, 2, 3), new topics get 3 replicas, min.insync.replicas=2"]
+
+
+def test_a_kernel_with_a_local_session_is_told_to_restart(both_clusters_up, monkeypatch):
+    from pyspark.sql import SparkSession
+
+    local = SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]"))
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: local))
+    with pytest.raises(CourseError, match="Restart the kernel"):
+        clusters.use_the_clusters(log=lambda m: None)
