@@ -10,8 +10,12 @@ NOTEBOOK_DIRS := notebooks labs solutions
 # Notebooks run NBVAL_WORKERS at a time, a module's notebooks on one worker (much of a lesson is a
 # driver booting or a batch draining, so two share two cores well); NBVAL_WORKERS=0 runs them one by one.
 NBVAL_WORKERS ?= 2
-NBVAL := --nbval-lax --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval-sanitize.cfg \
-	-p deliverylab.stack.nbcapture -n $(NBVAL_WORKERS) --dist loadscope
+NBVAL_ONE_BY_ONE := --nbval-lax --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval-sanitize.cfg \
+	-p deliverylab.stack.nbcapture
+NBVAL := $(NBVAL_ONE_BY_ONE) -n $(NBVAL_WORKERS) --dist loadscope
+# Module 09 runs on the local Spark and Kafka clusters (course.CLUSTER_MODULES): `make test-cluster` runs
+# its notebooks, one at a time; `make test` runs its unit tests and the cluster smoke only.
+CLUSTER_NOTEBOOKS := --ignore-glob='*/09-*.ipynb'
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -rs
 
 .PHONY: setup lab test test-cluster stop bench doctor clean site
@@ -39,20 +43,23 @@ test: setup
 	@rm -rf .state/executed; status=0; \
 	$(PY) -m deliverylab labs check || status=1; \
 	$(PYTEST) --ignore=tests/browser -m "not cluster" tests || status=1; \
-	$(PYTEST) $(NBVAL) $(NOTEBOOK_DIRS) || status=1; \
+	$(PYTEST) $(NBVAL) $(CLUSTER_NOTEBOOKS) $(NOTEBOOK_DIRS) || status=1; \
 	$(PYTEST) tests/browser || status=1; \
 	$(PY) -m deliverylab.stack.nbcapture; \
 	$(PY) -m deliverylab stack down; \
 	exit $$status
 
 ## test-cluster: the cluster tests (a Spark standalone cluster, three Kafka brokers, kills of a worker,
-## an executor and a partition leader), then lesson 00 on the Spark cluster; everything started is stopped
+## an executor and a partition leader, a chaos run per exactly-once variant with a broker killed), lesson 00
+## on the Spark cluster, module 09's notebooks and what they show in the browser; everything started is stopped
 test-cluster: setup
 	$(PY) -m deliverylab stack up
 	@status=0; \
 	$(PYTEST) -m cluster tests/stack || status=1; \
 	$(PY) -m deliverylab cluster up || status=1; \
 	DELIVERYLAB_SPARK_MASTER=spark://127.0.0.1:7077 $(PYTEST) $(NBVAL) notebooks/00-setup-and-tour.ipynb || status=1; \
+	$(PYTEST) $(NBVAL_ONE_BY_ONE) notebooks/09-*.ipynb solutions/09-*.ipynb labs/09-*.ipynb || status=1; \
+	$(PYTEST) tests/browser -k 09- || status=1; \
 	$(PY) -m deliverylab cluster down; \
 	$(PY) -m deliverylab stack down; \
 	exit $$status
