@@ -100,8 +100,9 @@ def both_clusters_up(monkeypatch):
 
     monkeypatch.setattr(cluster, "up", lambda log: SimpleNamespace(alive=2))
     monkeypatch.setattr(brokers, "up", lambda log: SimpleNamespace(live={1, 2, 3}))
-    monkeypatch.delenv("DELIVERYLAB_SPARK_MASTER", raising=False)
-    monkeypatch.delenv("DELIVERYLAB_BROKER", raising=False)
+    for name in ("DELIVERYLAB_SPARK_MASTER", "DELIVERYLAB_BROKER"):
+        monkeypatch.setenv(name, "")  # recorded, so the value use_the_clusters() sets is undone after the test
+        monkeypatch.delenv(name)
 
 
 def test_using_the_clusters_sets_the_two_settings(both_clusters_up, monkeypatch):
