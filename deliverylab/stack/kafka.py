@@ -76,6 +76,25 @@ def answers(bootstrap: str, timeout_s: float = 3.0) -> bool:
     return topics(bootstrap, timeout_s=timeout_s) is not None
 
 
+def admin_call(bootstrap: str, call, within_s: float = 30):
+    """``call(client)`` on a fresh admin client, tried again for up to ``within_s`` while the node the client
+    picked does not answer. kafka-python's admin client gives up on the first node that refuses, even when
+    others would answer: on the three-broker cluster, a broker that was just killed stays in the cluster's
+    metadata until the controller fences it (several seconds). A broker that is not there at all still fails
+    at once (NoBrokersAvailable)."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError
+
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            with admin(bootstrap) as client:
+                return call(client)
+        except (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def ensure_topic(bootstrap: str, topic: str, partitions: int = 2, replication: int = -1,
                  config: dict[str, str] | None = None) -> bool:
     """Create ``topic`` if it does not exist (the course's broker does not auto-create topics).
@@ -88,7 +107,7 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int = 2, replication: i
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    with admin(bootstrap) as client:
+    def create(client) -> bool:
         if topic in client.list_topics():
             return False
         try:
@@ -96,7 +115,9 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int = 2, replication: i
                                            topic_configs=config or {})])
         except TopicAlreadyExistsError:
             return False
-    return True
+        return True
+
+    return admin_call(bootstrap, create)
 
 
 def delete_topics(bootstrap: str, names: list[str], wait_s: float = 30) -> None:

@@ -58,23 +58,11 @@ def create_topic(bootstrap: str, topic: str, replication_factor: int = 3, partit
     raise CourseError(f"Topic {topic} has no leader for every partition 30 s after it was created.")
 
 
-def partitions_of(bootstrap: str, topic: str, attempts: int = 20) -> list[dict]:
-    """The topic's partitions as the cluster describes them (leader_id, replica_nodes, isr_nodes).
-
-    Retried while a broker that was just killed is still in the cluster's metadata: kafka-python's
-    admin client gives up with a connection error when it picks that broker."""
-    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError
-
-    for attempt in range(attempts):
-        try:
-            with kafka.admin(bootstrap) as client:
-                found = client.describe_topics([topic])
-            return sorted(found[0]["partitions"], key=lambda p: p["partition_index"]) if found else []
-        except (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError):
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.5)
-    return []
+def partitions_of(bootstrap: str, topic: str) -> list[dict]:
+    """The topic's partitions as the cluster describes them (leader_id, replica_nodes, isr_nodes); tried
+    again while a broker that was just killed is still in the cluster's metadata (stack/kafka.py)."""
+    found = kafka.admin_call(bootstrap, lambda client: client.describe_topics([topic]))
+    return sorted(found[0]["partitions"], key=lambda p: p["partition_index"]) if found else []
 
 
 #: what topic_settings says when the topic does not set min.insync.replicas itself
