@@ -93,39 +93,32 @@ public class CrashPointCheckpointFileManager extends FileContextBasedCheckpointF
         }
     }
 
-    /** Is a crash armed at this point for this batch (or for the next batch)? */
-    static boolean isArmed(String point, long batch) {
+    /** The armed crash file's two words ("point batch"), or null when nothing (or nothing valid) is armed. */
+    private static String[] armedLine() {
         String armedFile = System.getenv("DELIVERYLAB_CRASH_FILE");
         if (armedFile == null) {
-            return false;
+            return null;
         }
-        String armed;
         try {
-            armed = new String(Files.readAllBytes(Paths.get(armedFile)), StandardCharsets.UTF_8).trim();
+            String[] parts = new String(Files.readAllBytes(Paths.get(armedFile)), StandardCharsets.UTF_8).trim()
+                    .split("\\s+");
+            return parts.length == 2 ? parts : null;
         } catch (IOException e) {
-            return false; // nothing armed
+            return null; // nothing armed
         }
-        String[] parts = armed.split("\\s+");
-        if (parts.length != 2 || !parts[0].equals(point)) {
-            return false;
-        }
-        return parts[1].equals("next") || parts[1].equals(Long.toString(batch));
+    }
+
+    /** Is a crash armed at this point for this batch (or for the next batch)? */
+    static boolean isArmed(String point, long batch) {
+        String[] parts = armedLine();
+        return parts != null && parts[0].equals(point)
+                && (parts[1].equals("next") || parts[1].equals(Long.toString(batch)));
     }
 
     /** Armed here, for "next" or for this batch or an earlier one, and the batch reads new records? */
     static boolean isArmedForData(String point, long batch, java.nio.file.Path root) {
-        String armedFile = System.getenv("DELIVERYLAB_CRASH_FILE");
-        if (armedFile == null) {
-            return false;
-        }
-        String armed;
-        try {
-            armed = new String(Files.readAllBytes(Paths.get(armedFile)), StandardCharsets.UTF_8).trim();
-        } catch (IOException e) {
-            return false;
-        }
-        String[] parts = armed.split("\\s+");
-        if (parts.length != 2 || !parts[0].equals(point)) {
+        String[] parts = armedLine();
+        if (parts == null || !parts[0].equals(point)) {
             return false;
         }
         boolean due;
