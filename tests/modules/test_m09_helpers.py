@@ -125,3 +125,20 @@ def test_a_kernel_with_a_local_session_is_told_to_restart(both_clusters_up, monk
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: local))
     with pytest.raises(CourseError, match="Restart the kernel"):
         clusters.use_the_clusters(log=lambda m: None)
+
+
+def test_clearing_a_run_removes_its_topic_and_folders_and_nothing_else(tmp_path, monkeypatch):
+    from deliverylab.stack import kafka
+
+    deleted = []
+    monkeypatch.setattr(kafka, "delete_topics", lambda bootstrap, names: deleted.extend(names))
+    folder = tmp_path / "lesson"
+    lesson = SimpleNamespace(bootstrap="b:1", topic=lambda name: f"xo.ada.09.{name}",
+                             table=lambda name: str(folder / "tables" / name),
+                             checkpoint=lambda name: str(folder / "checkpoints" / name),
+                             path=lambda *parts: str(folder.joinpath(*parts)))
+    for made in ("tables/run", "checkpoints/run", "run/outbox", "tables/other"):
+        (folder / made).mkdir(parents=True)
+    assert executors.clear_run(lesson, "run") == "xo.ada.09.run"
+    assert deleted == ["xo.ada.09.run"]
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == ["checkpoints", "tables", "tables/other"]

@@ -9,13 +9,13 @@ keeps only one copy of each (it tracks the producer's sequence numbers per parti
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
 from ... import ledger, orders
 from ...config import CourseError
 from ...stack import brokers, kafka
+from .executors import clear_run
 
 #: the producer settings of the lesson: what makes a leader's death lose and duplicate nothing
 SAFE_PRODUCER = {"acks": "all", "enable_idempotence": True}
@@ -191,7 +191,7 @@ def stream_through_a_leader_kill(spark, lesson, name: str = "leader-kill", count
 
     topic_config = dict(SAFE_TOPIC if topic_config is None else topic_config)
     replication = int(topic_config.pop("replication_factor", 3))
-    topic, table = lesson.topic(name), lesson.table(name)
+    topic, table = clear_run(lesson, name), lesson.table(name)
     create_topic(lesson.bootstrap, topic, replication_factor=replication, **topic_config)
     query = lesson.track(
         spark.readStream.format("kafka").option("kafka.bootstrap.servers", lesson.bootstrap)
