@@ -137,15 +137,6 @@ def _our_pid(s: Settings, n: int) -> int | None:
     return None
 
 
-def _started_and_alive(s: Settings, n: int) -> bool:
-    """Is the process ``up`` started for node ``n`` still there? Judged by its pid alone: while a JVM
-    starts, its command line in /proc can read empty for a moment."""
-    try:
-        return processes.alive(int(paths(s, n)["pid"].read_text().strip()))
-    except (OSError, ValueError):
-        return False
-
-
 def _java_cmd(s: Settings, n: int, java: str, main: str, *args: str, heap: str = HEAP) -> list[str]:
     p = paths(s, n)
     return [java, f"-Xmx{heap}", "-Xms96m", "-XX:+UseG1GC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
@@ -241,7 +232,7 @@ def _wait(s: Settings, started: float, want: set[int]) -> ClusterStatus:
     deadline = started + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         for n in want:
-            if not _started_and_alive(s, n):
+            if not processes.alive_from_pid_file(paths(s, n)["pid"]):
                 raise CourseError(f"Broker {n} of the Kafka cluster exited while starting. Its last log lines:\n"
                                   f"{log_tail(s, n)}\nFix what the log names, then run `python -m deliverylab stack "
                                   "up --brokers 3` again (`stack wipe --brokers 3` starts from empty storage).")

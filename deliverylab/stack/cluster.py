@@ -310,20 +310,11 @@ def status() -> ClusterStatus:
                          ui=f"http://{HOST}:{ui_port()}")
 
 
-def _started_and_alive(s: Settings, name: str) -> bool:
-    """Is the process ``up`` started for ``name`` still there? While ``spark-class`` execs its JVM, the
-    command line in /proc is briefly empty, so a starting daemon is judged by its pid alone."""
-    try:
-        return processes.alive(int(paths(s)[f"{name}.pid"].read_text().strip()))
-    except (OSError, ValueError):
-        return False
-
-
 def _wait_ready(s: Settings, started: float, want: int = WORKERS) -> ClusterStatus:
     deadline = started + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         for name in ["master", *(f"worker-{n}" for n in range(1, WORKERS + 1))]:
-            if not _started_and_alive(s, name):
+            if not processes.alive_from_pid_file(paths(s)[f"{name}.pid"]):
                 raise CourseError(f"The Spark cluster's {name} exited while starting. The ends of its logs:\n"
                                   f"{log_tail(s)}\nFix what the log names, then run `python -m deliverylab cluster "
                                   "down` and `cluster up` again.")

@@ -66,6 +66,15 @@ def alive(pid: int | None) -> bool:
         return True  # no /proc (macOS): kill(0) said it exists
 
 
+def alive_from_pid_file(path: str | Path) -> bool:
+    """Is the process whose pid ``path`` holds still there? Judged by the pid alone: a daemon that is
+    starting (spark-class or the java launcher exec'ing its JVM) can show an empty command line for a moment."""
+    try:
+        return alive(int(Path(path).read_text().strip()))
+    except (OSError, ValueError):
+        return False
+
+
 def kill_group(pid: int) -> None:
     """SIGKILL the process and everything in its process group: a process crash, no cleanup."""
     try:
