@@ -14,7 +14,9 @@ All four fire inside the driver's JVM, in the course's small Java hook
   ``MidWriteGate``, a SQL function that keeps every row. A streaming query sets the
   local property ``streaming.sql.batchId`` on every job of a micro-batch (also on the
   jobs ``foreachBatch`` starts), and each task can read it, so the task of partition 1
-  knows its batch. After a few rows it waits :data:`MID_WRITE_WAIT_S` seconds, long
+  knows its batch. (The driver reads Kafka with ``minPartitions=2``, so a batch whose
+  records all come from one topic partition is split in two and still has a partition 1.)
+  After a few rows it waits :data:`MID_WRITE_WAIT_S` seconds, long
   enough for partition 0's task to finish its part of the write, then fires. So partition
   0 of batch N has been written the way that sink writes one task's output, and partition
   1 never is. (For MERGE and foreachBatch sinks that read the batch before writing, the

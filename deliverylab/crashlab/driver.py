@@ -154,8 +154,11 @@ def _run_query(spark, home: files.DriverHome, watch: processes.ParentWatch, spec
                            app_id=spec["app_id"], options=spec.get("options") or {})
     sinks.sink(variant.sink_kind, spec["sink"], spec["bootstrap"]).prepare(spark, table_first=variant.table_first)
     starting = out.options.get("starting_offsets", variant.starting_offsets)  # a lesson may override it
+    # Every batch gets a Spark partition 1 for the mid-write gate, even one whose records all
+    # come from one topic partition (a producer's request can reach the broker partition by partition).
     orders = variants.read_orders(spark, spec["bootstrap"], spec["topic"], starting_offsets=starting,
-                                  max_per_batch=spec.get("max_per_batch"))
+                                  max_per_batch=spec.get("max_per_batch"),
+                                  min_partitions=crashpoints.MID_WRITE_PARTITION + 1)
     orders = orders.filter(F.call_function(crashpoints.MID_WRITE_GATE, F.col("order_id")))
     query = variant.start(orders, out)
     try:

@@ -28,8 +28,13 @@ class Outputs:
     options: dict = field(default_factory=dict)  # a lesson's settings for a variant (Pipeline(options=...))
 
 
-def read_orders(spark, bootstrap: str, topic: str, starting_offsets: str = "earliest", max_per_batch: int | None = None):
-    """The orders topic as a stream of parsed order rows."""
+def read_orders(spark, bootstrap: str, topic: str, starting_offsets: str = "earliest", max_per_batch: int | None = None,
+                min_partitions: int | None = None):
+    """The orders topic as a stream of parsed order rows.
+
+    ``min_partitions`` (Kafka's ``minPartitions``): a batch whose records come from fewer topic
+    partitions than this is split into this many Spark partitions (the crash lab asks for 2).
+    """
     from pyspark.sql import functions as F
 
     reader = (spark.readStream.format("kafka")
@@ -38,6 +43,8 @@ def read_orders(spark, bootstrap: str, topic: str, starting_offsets: str = "earl
               .option("startingOffsets", starting_offsets))
     if max_per_batch:
         reader = reader.option("maxOffsetsPerTrigger", max_per_batch)
+    if min_partitions:
+        reader = reader.option("minPartitions", min_partitions)
     return (reader.load()
             .select(F.from_json(F.col("value").cast("string"), ORDER_SCHEMA).alias("order"))
             .select("order.*"))

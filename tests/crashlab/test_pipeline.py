@@ -160,3 +160,32 @@ def test_a_driver_that_fails_before_its_query_starts(lesson):
         assert "Traceback" not in st["error"]
     finally:
         pipe.stop()
+
+
+def test_mid_sink_write_fires_in_a_batch_read_from_one_topic_partition(lesson):
+    """A producer's request can reach the broker partition by partition, so a batch may read one
+    topic partition only. The driver's minPartitions=2 still gives it a Spark partition 1, where
+    the mid-write gate fires (without it this batch had one task, and the crash never came)."""
+    from kafka import KafkaProducer
+
+    from deliverylab.orders import encode, generate_orders
+
+    pipe = crashlab.Pipeline(lesson, "at_least_once", name="one-partition").start()
+    try:
+        pipe.produce(20)
+        pipe.drain()
+        pipe.arm("mid_sink_write")
+        orders = generate_orders(60, start=len(pipe.produced))
+        producer = KafkaProducer(bootstrap_servers=lesson.bootstrap, acks="all")
+        for order in orders:
+            producer.send(pipe.topic, key=order["order_id"].encode(), value=encode(order), partition=0)
+        producer.close()
+        pipe.produced.extend(orders)
+        crash = pipe.wait_for_crash("mid_sink_write", timeout_s=60)
+        assert crash.point == "mid_sink_write" and crash.by_sigkill
+        assert set(pipe.batch_orders(crash.batch, crash.run)) <= {o["order_id"] for o in orders}
+        pipe.restart()
+        pipe.drain()
+        assert pipe.ledger().lost == 0
+    finally:
+        pipe.stop()
