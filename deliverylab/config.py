@@ -16,6 +16,9 @@ share one broker and a busy port can be moved without editing code:
                                  kernel's and every crash-lab driver's): local[2] by default, or
                                  a standalone cluster such as spark://127.0.0.1:7077, the one
                                  `python -m deliverylab cluster up` starts (stack/cluster.py)
+    DELIVERYLAB_REDUCED          1 under `make test`: the capstone's guarantee matrix runs a
+                                 sample of its variants (m08/matrix.py SAMPLE), so the suite
+                                 keeps its time; unset (a learner's run): every variant
 
 Shared-broker mode (a workshop): one setting points the course at an instructor's broker,
 and the course then never starts, stops or wipes a broker of its own:
@@ -129,6 +132,18 @@ def parse_spark_master(text: str, source: str = "DELIVERYLAB_SPARK_MASTER") -> s
                       "spark://host:port, e.g. spark://127.0.0.1:7077 after `python -m deliverylab cluster up`.")
 
 
+def parse_flag(text: str, source: str, default: bool = False) -> bool:
+    """``1``/``0`` as a bool (unset or empty: ``default``); anything else says what the setting takes."""
+    value = text.strip().lower()
+    if not value:
+        return default
+    if value in ("0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise CourseError(f"{source}={text!r} is not a flag: set it to 1 (on) or 0 (off), or unset it.")
+
+
 def workshop_file(root: Path) -> Path:
     return Path(os.environ.get("DELIVERYLAB_WORKSHOP_FILE") or root / WORKSHOP_FILE)
 
@@ -167,6 +182,8 @@ class Settings:
     jars_dir: Path | None = None
     #: the Spark master URL (DELIVERYLAB_SPARK_MASTER): local[N] or spark://host:port[,host:port]
     spark_master: str = DEFAULT_SPARK_MASTER
+    #: DELIVERYLAB_REDUCED=1 (make test): reduced runs where a lesson offers them
+    reduced: bool = False
 
     @property
     def on_cluster(self) -> bool:
@@ -255,4 +272,5 @@ def settings() -> Settings:
         learner_source=learner_source,
         jars_dir=Path(jars).resolve() if jars else None,
         spark_master=parse_spark_master(os.environ.get("DELIVERYLAB_SPARK_MASTER", "")),
+        reduced=parse_flag(os.environ.get("DELIVERYLAB_REDUCED", ""), "DELIVERYLAB_REDUCED"),
     )

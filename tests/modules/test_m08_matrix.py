@@ -36,6 +36,33 @@ def test_verdict_lines_say_which_variant_is_not_as_expected():
 def test_verdict_lines_refuse_an_empty_matrix():
     with pytest.raises(CourseError, match="matrix.run"):
         matrix.verdict_lines([])
+    with pytest.raises(CourseError, match="matrix.run"):
+        matrix.summary_lines([])
+
+
+def test_summary_lines_name_what_is_not_as_expected_and_the_broken_variant():
+    assert matrix.summary_lines(ROWS).splitlines() == [
+        "every variant observed as the course expects: False",   # control_table_after missed its window
+        "verdicts observed: at-least-once, exactly-once",
+        "control_table_after (broken on purpose): exactly-once, 0 lost, duplicated: False"]
+    good = [ROWS[0], row("control_table_after", "at-least-once", duplicated=3)]
+    assert matrix.summary_lines(good).splitlines() == [
+        "every variant observed as the course expects: True",
+        "verdicts observed: at-least-once",
+        "control_table_after (broken on purpose): at-least-once, 0 lost, duplicated: True"]
+    assert matrix.summary_lines(ROWS[:2]).splitlines()[2].endswith("not run")
+
+
+def test_make_test_runs_the_sample_and_a_learner_every_variant(monkeypatch):
+    monkeypatch.delenv("DELIVERYLAB_REDUCED", raising=False)
+    assert matrix.default_variants() == matrix.runnable()
+    monkeypatch.setenv("DELIVERYLAB_REDUCED", "1")
+    assert matrix.default_variants() == list(matrix.SAMPLE)
+    assert {VARIANTS[v].guarantee for v in matrix.SAMPLE} == {"at-most-once", "at-least-once", "exactly-once"}
+    assert matrix.BROKEN_ON_PURPOSE in matrix.SAMPLE and set(matrix.SAMPLE) <= set(matrix.runnable())
+    monkeypatch.setenv("DELIVERYLAB_REDUCED", "sometimes")
+    with pytest.raises(CourseError, match="DELIVERYLAB_REDUCED"):
+        matrix.default_variants()
 
 
 def test_table_without_predictions_has_no_prediction_column():
@@ -88,7 +115,8 @@ def test_price_from_matrix_reads_each_pipes_first_run():
             row("delta_merge", "exactly-once", progress=[{"rows": 10, "ms": 1000}, {"rows": 10, "ms": 1000}])]
     prices = price.from_matrix(rows)
     assert [(p.variant, p.orders_per_s) for p in prices] == [("delta_sink", 50.0), ("delta_merge", 10.0)]
-    assert price.all_measured_line(prices) == "variants timed: 2 of 2 | every timed variant had at least 2 batches: True"
+    assert price.all_measured_line(prices) == "every variant timed: True | every timed variant had at least 2 batches: True"
+    assert price.all_measured_line(prices + [price.Price("kafka_sink", 0, 0, 0.0, 0.0)]).startswith("every variant timed: False")
     text = price.table(prices).splitlines()
     assert text[1].split()[:4] == ["delta_sink", "50", "200", "1.00"] and text[2].split()[3] == "0.20"
     fig = price.chart(prices)

@@ -4,7 +4,8 @@ Each variant is crashed at the same named points (plus its own crash points, if 
 any), restarted each time, and reconciled; the row says what the ledger observed.
 
     rows = matrix.run(lesson)                      # every variant of crashlab/variants.py
-    matrix.verdict_lines(rows)                     # the stable part (a checked cell)
+    matrix.verdict_lines(rows)                     # each variant's verdict
+    matrix.summary_lines(rows)                     # the stable part (a checked cell)
     matrix.table(rows, my_picks); matrix.chart(rows)
 """
 from __future__ import annotations
@@ -25,10 +26,23 @@ from ...ledger import VERDICTS
 #: begins. A variant's own points come after it. One common point keeps the whole matrix (17
 #: variants, 20 crashes) within a lesson's time; the lesson's own pipeline goes through all four.
 PLAN = ("after_sink_write",)
+#: The variants ``run()`` takes under ``make test`` (DELIVERYLAB_REDUCED=1): one of each verdict
+#: plus the variant broken on purpose. Every other variant is crashed by its own lesson and by
+#: tests/crashlab; a learner's run (the setting unset) takes them all.
+SAMPLE = ("at_most_once", "at_least_once", "delta_txn", "control_table_after")
+#: The variant broken on purpose: the control table's crash window shows up in the matrix.
+BROKEN_ON_PURPOSE = "control_table_after"
 #: What a learner can predict for a variant: the ledger's verdicts.
 OUTCOMES = VERDICTS
 #: Small batches, so the first run has several batches to time (see price.py).
 MAX_PER_BATCH = 10
+
+
+def default_variants() -> list[str]:
+    """What ``run()`` takes when no variants are named: ``runnable()``, or SAMPLE under ``make test``."""
+    from ...config import settings
+
+    return list(SAMPLE) if settings().reduced else runnable()
 
 
 def needs_options(variant: str) -> bool:
@@ -80,8 +94,8 @@ def run_variant(lesson, variant: str, orders: int = 40, seed: int = 21) -> Matri
 
 
 def run(lesson, variants: list[str] | None = None, orders: int = 40, workers: int = 2, log=None) -> list[MatrixRow]:
-    """Run the plan on each variant (default: ``runnable()``), ``workers`` at a time, in table order."""
-    names = list(variants or runnable())
+    """Run the plan on each variant (default: ``default_variants()``), ``workers`` at a time, in table order."""
+    names = list(variants or default_variants())
     for name in names:
         if name not in VARIANTS:
             raise CourseError(f"Unknown pipeline {name!r}.{did_you_mean(name, VARIANTS)} Pipelines: {', '.join(VARIANTS)}.")
@@ -132,6 +146,20 @@ def verdict_lines(rows: list[MatrixRow]) -> TextBlock:
     width = max(len(r.variant) for r in rows)
     return TextBlock("\n".join(f"{r.variant:<{width}}  {r.observed:<19}  {'as expected' if r.as_expected else 'NOT as expected'}"
                                for r in rows))
+
+
+def summary_lines(rows: list[MatrixRow]) -> TextBlock:
+    """What the matrix proves, in lines that hold for the full matrix and for the SAMPLE alike."""
+    if not rows:
+        raise CourseError("The matrix has no rows: run matrix.run(lesson) first.")
+    broken = [r for r in rows if r.variant == BROKEN_ON_PURPOSE]
+    seen = [v for v in OUTCOMES if any(r.observed == v for r in rows)]
+    return TextBlock("\n".join([
+        f"every variant observed as the course expects: {all(r.as_expected for r in rows)}",
+        f"verdicts observed: {', '.join(seen)}",
+        f"{BROKEN_ON_PURPOSE} (broken on purpose): "
+        + (f"{broken[0].observed}, {broken[0].lost} lost, duplicated: {broken[0].duplicated > 0}" if broken else "not run"),
+    ]))
 
 
 def score_line(rows: list[MatrixRow], predictions) -> str:

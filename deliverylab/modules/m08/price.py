@@ -48,7 +48,7 @@ def _fastest(prices: list[Price]) -> float:
 def all_measured_line(prices: list[Price]) -> str:
     """The stable line about a measurement: how many variants were timed, and on how many batches."""
     timed = [p for p in prices if p.batches]
-    return (f"variants timed: {len(timed)} of {len(prices)} | "
+    return (f"every variant timed: {len(timed) == len(prices)} | "
             f"every timed variant had at least 2 batches: {all(p.batches >= 2 for p in timed)}")
 
 
