@@ -19,6 +19,11 @@ share one broker and a busy port can be moved without editing code:
     DELIVERYLAB_REDUCED          1 under `make test`: the capstone's guarantee matrix runs a
                                  sample of its variants (m08/matrix.py SAMPLE), so the suite
                                  keeps its time; unset (a learner's run): every variant
+    DELIVERYLAB_STANDBY_WARM_UP  1 (default): a standby crash-lab driver runs a Delta write, a
+                                 Parquet write and a stream once before it is needed, so a
+                                 restart is 1-2 s quicker on an idle machine; it costs 3-4
+                                 CPU-seconds a driver. 0 under `make test`, whose two cores are
+                                 always busy: there the warm-up only takes CPU from the tests
 
 Shared-broker mode (a workshop): one setting points the course at an instructor's broker,
 and the course then never starts, stops or wipes a broker of its own:
@@ -184,6 +189,8 @@ class Settings:
     spark_master: str = DEFAULT_SPARK_MASTER
     #: DELIVERYLAB_REDUCED=1 (make test): reduced runs where a lesson offers them
     reduced: bool = False
+    #: DELIVERYLAB_STANDBY_WARM_UP: does a standby driver warm up before it is needed?
+    standby_warm_up: bool = True
 
     @property
     def on_cluster(self) -> bool:
@@ -273,4 +280,6 @@ def settings() -> Settings:
         jars_dir=Path(jars).resolve() if jars else None,
         spark_master=parse_spark_master(os.environ.get("DELIVERYLAB_SPARK_MASTER", "")),
         reduced=parse_flag(os.environ.get("DELIVERYLAB_REDUCED", ""), "DELIVERYLAB_REDUCED"),
+        standby_warm_up=parse_flag(os.environ.get("DELIVERYLAB_STANDBY_WARM_UP", ""), "DELIVERYLAB_STANDBY_WARM_UP",
+                                   default=True),
     )

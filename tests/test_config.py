@@ -23,3 +23,17 @@ def test_state_folder_can_be_moved(monkeypatch, tmp_path):
     assert s.state == tmp_path and s.jars == tmp_path / "jars"
 
 
+
+
+def test_flags_take_1_or_0_and_fall_back_to_their_default(monkeypatch):
+    monkeypatch.delenv("DELIVERYLAB_REDUCED", raising=False)
+    monkeypatch.delenv("DELIVERYLAB_STANDBY_WARM_UP", raising=False)
+    s = config.settings()
+    assert s.reduced is False and s.standby_warm_up is True   # a learner's run: every variant, warm standbys
+    monkeypatch.setenv("DELIVERYLAB_REDUCED", "1")
+    monkeypatch.setenv("DELIVERYLAB_STANDBY_WARM_UP", "0")
+    s = config.settings()
+    assert s.reduced is True and s.standby_warm_up is False    # what make test sets
+    monkeypatch.setenv("DELIVERYLAB_STANDBY_WARM_UP", "off")
+    with pytest.raises(CourseError, match="DELIVERYLAB_STANDBY_WARM_UP='off' is not a flag: set it to 1"):
+        config.settings()

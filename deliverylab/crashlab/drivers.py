@@ -6,7 +6,10 @@ would spend most of its time there, so the notebook keeps one driver *booted ahe
 need*: a standby that has its SparkSession but no query. When a pipeline starts or
 restarts, it takes the standby (a brand-new process, with nothing in memory from the
 crashed one) and gives it the pipeline to run; recovery from the checkpoint is all that
-is left to do. A new standby starts booting at once, for the next time.
+is left to do. A new standby starts booting at once, for the next time. While it waits,
+a standby also runs a Delta write and a stream once (a warm-up, driver.py), unless
+DELIVERYLAB_STANDBY_WARM_UP=0 (config.py): on a learner's idle machine that makes a
+restart 1-2 s quicker; on a test run's busy cores it only takes CPU from the tests.
 
 Standbys live under ``.state/drivers/<notebook pid>/`` and end by themselves when the
 notebook process that started them goes away, or after 20 idle minutes.
@@ -95,8 +98,7 @@ class DriverPool:
         # a new folder every time, never shared: two drivers reading one assignment would
         # both try to run it
         home = DriverHome(Path(tempfile.mkdtemp(prefix=f"d{next(self._numbers):03d}-", dir=self.root)))
-        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log,
-                               env={"JAVA_TOOL_OPTIONS": _java_options()})
+        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log)
         return Driver(home, proc)
 
     def take(self) -> Driver:
@@ -107,6 +109,19 @@ class DriverPool:
             driver = self._ready.pop(0) if self._ready else self._spawn()
             self._fill()
         return driver
+
+    def wait_until_ready(self, timeout_s: float = 120) -> bool:
+        """Wait (at most ``timeout_s``) until every standby is ready; ``True`` if they all are."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                waiting = [d for d in self._ready if d.running and not d.warm]
+            if not waiting:
+                return True
+            time.sleep(0.2)
+        return False
 
     def fill(self, standby: int | None = None) -> None:
         """Start standbys until ``standby`` (default: the pool's number) are booting or waiting."""
@@ -125,14 +140,6 @@ class DriverPool:
             for driver in self._ready:
                 driver.kill()
             self._ready.clear()
-
-
-#: A driver's JVM lives for a few small batches: the quick JIT tier starts it faster.
-DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
-
-
-def _java_options() -> str:
-    return f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {DRIVER_JAVA_OPTIONS}".strip()
 
 
 _pool: DriverPool | None = None

@@ -39,13 +39,39 @@ def test_a_second_driver_on_a_running_pipeline_is_refused(lesson):
         lesson.cleanup()
 
 
-def test_a_standby_is_ready_before_it_is_needed(lesson):
+def _wait_until_warm(pool, standby) -> None:
+    assert pool.wait_until_ready(timeout_s=60)
+    assert standby.warm and standby.running, standby.error_tail()
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_a_standby_warms_up_only_when_the_setting_says_so(monkeypatch, tmp_path, setting):
+    monkeypatch.setenv("DELIVERYLAB_STANDBY_WARM_UP", setting)  # a driver reads it when it starts
+    pool = drivers.DriverPool(tmp_path / "pool", standby=1)
+    pool.fill()
+    try:
+        standby = pool._ready[0]
+        _wait_until_warm(pool, standby)
+        assert ("standby warmed up in" in standby.home.log.read_text()) == (setting == "1")
+        assert not (standby.home.path / "warm-up").exists()  # its scratch data is gone either way
+    finally:
+        pool.shutdown()
+
+
+def test_a_standby_assigned_a_pipeline_skips_what_is_left_of_its_warm_up(tmp_path):
+    from deliverylab.crashlab import driver
+
+    # no step may run: with no SparkSession (None), any step would raise
+    assert driver._warm_up(None, tmp_path / "warm-up", assigned=lambda: True) < 1
+
+
+def test_a_standby_is_ready_before_it_is_needed(lesson, monkeypatch):
+    monkeypatch.setenv("DELIVERYLAB_STANDBY_WARM_UP", "1")  # the learner's default
+    drivers.pool().shutdown()  # standbys started by earlier tests had other settings
     drivers.warm_up()
     standby = drivers.pool()._ready[0]
-    deadline = time.monotonic() + 60
-    while not standby.warm and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert standby.warm and standby.running
+    _wait_until_warm(drivers.pool(), standby)
+    assert "standby warmed up in" in standby.home.log.read_text()
     pipe = crashlab.Pipeline(lesson, "at_least_once", name="quick")
     started = time.monotonic()
     pipe.start()

@@ -154,3 +154,12 @@ def test_the_cli_knows_the_cluster_command():
 
 def test_killing_the_executors_of_an_unknown_application_kills_nothing():
     assert cluster.kill_executors("app-19700101000000-0000", log=lambda m: None) == []
+
+
+def test_every_spark_jvm_of_the_course_stops_its_jit_at_the_quick_tier():
+    from deliverylab.crashlab import crashpoints
+
+    kernel = session.spark_conf()
+    driver = session.spark_conf("crashlab-driver", extra=crashpoints.hook_conf("/tmp/crash", 1))
+    for conf in (kernel, driver):  # a notebook's JVM and a crash-lab driver's
+        assert session.QUICK_JIT in conf["spark.driver.extraJavaOptions"].split()
