@@ -163,3 +163,8 @@ def test_every_spark_jvm_of_the_course_stops_its_jit_at_the_quick_tier():
     driver = session.spark_conf("crashlab-driver", extra=crashpoints.hook_conf("/tmp/crash", 1))
     for conf in (kernel, driver):  # a notebook's JVM and a crash-lab driver's
         assert session.QUICK_JIT in conf["spark.driver.extraJavaOptions"].split()
+
+
+def test_an_idle_query_asks_its_source_for_new_data_a_few_times_a_second_not_a_hundred():
+    conf = session.spark_conf()
+    assert conf["spark.sql.streaming.pollingDelay"] == session.POLLING_DELAY == "250ms"

@@ -39,6 +39,13 @@ def test_spark_streams_kafka_into_a_delta_table(spark):
         "verdict: exactly-once (produced=60 lost=0 duplicated=0)"
 
 
+def test_the_running_session_waits_between_polls_of_an_idle_source(spark):
+    from deliverylab.stack import session
+
+    # Spark's own default is 10 ms: a broker request a hundred times a second per idle query
+    assert spark.conf.get("spark.sql.streaming.pollingDelay") == session.POLLING_DELAY
+
+
 def test_setup_twice_is_safe_and_resets_the_lesson(broker_up):
     lesson = deliverylab.setup("test-twice", quiet=True)
     lesson.produce_orders(5, progress=False)
