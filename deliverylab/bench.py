@@ -77,8 +77,9 @@ def main() -> int:
     for warm_up in (True, False):
         figures = crash_cycle(standby_warm_up=warm_up)
         seconds = figures["seconds"]
+        setting = "on (a learner's default)" if warm_up else "off (make test)"
         print(f"crash lab: {figures['variant']} crashed at {figures['point']}, {figures['orders']} orders, "
-              f"standby warm-up {'on (a learner' + chr(39) + 's default)' if warm_up else 'off (make test)'}")
+              f"standby warm-up {setting}")
         _row("  driver start", seconds["start"], "s", "-")
         _row("  crash + restart + drain cycle", seconds["cycle"], "s", "< 5 s" if warm_up else "-")
         _row("  module crash demo (start..ledger)", seconds["demo"], "s", "< 60 s")

@@ -23,8 +23,6 @@ def test_state_folder_can_be_moved(monkeypatch, tmp_path):
     assert s.state == tmp_path and s.jars == tmp_path / "jars"
 
 
-
-
 def test_flags_take_1_or_0_and_fall_back_to_their_default(monkeypatch):
     monkeypatch.delenv("DELIVERYLAB_REDUCED", raising=False)
     monkeypatch.delenv("DELIVERYLAB_STANDBY_WARM_UP", raising=False)

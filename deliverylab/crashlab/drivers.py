@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from ..config import settings
@@ -112,8 +113,6 @@ class DriverPool:
 
     def wait_until_ready(self, timeout_s: float = 120) -> bool:
         """Wait (at most ``timeout_s``) until every standby is ready; ``True`` if they all are."""
-        import time
-
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             with self._lock:
