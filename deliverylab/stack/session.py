@@ -45,6 +45,8 @@ _session = None
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 #: How long an idle streaming query waits before asking its source for new data again (see above).
 POLLING_DELAY = "250ms"
+#: Tasks that list a table's files in parallel (VACUUM among others): the two cores of local[2].
+LISTING_PARALLELISM = "2"
 
 
 def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -69,6 +71,9 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.pollingDelay": POLLING_DELAY,
+        # Delta's VACUUM lists a table's folders with this many tasks, Spark's default being 10000:
+        # lesson 05's VACUUM of a table of ten files took 33 s on two cores, 10000 empty tasks
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": LISTING_PARALLELISM,
     }
     if s.on_cluster:  # executors of their own: one small executor per application (see stack/cluster.py)
         from .cluster import app_conf

@@ -168,3 +168,12 @@ def test_every_spark_jvm_of_the_course_stops_its_jit_at_the_quick_tier():
 def test_an_idle_query_asks_its_source_for_new_data_a_few_times_a_second_not_a_hundred():
     conf = session.spark_conf()
     assert conf["spark.sql.streaming.pollingDelay"] == session.POLLING_DELAY == "250ms"
+
+
+def test_kernels_and_drivers_list_a_table_s_files_with_two_tasks():
+    from deliverylab.crashlab import crashpoints
+
+    kernel = session.spark_conf()
+    driver = session.spark_conf("crashlab-driver", extra=crashpoints.hook_conf("/tmp/crash", 1))
+    for conf in (kernel, driver):
+        assert conf["spark.sql.sources.parallelPartitionDiscovery.parallelism"] == session.LISTING_PARALLELISM == "2"

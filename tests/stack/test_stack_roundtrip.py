@@ -46,6 +46,29 @@ def test_the_running_session_waits_between_polls_of_an_idle_source(spark):
     assert spark.conf.get("spark.sql.streaming.pollingDelay") == session.POLLING_DELAY
 
 
+def test_vacuum_of_a_small_table_lists_its_files_with_a_few_tasks_not_ten_thousand(spark, tmp_path):
+    from deliverylab.stack import session
+
+    table = str(tmp_path / "small")
+    for _ in range(3):
+        spark.range(5).write.format("delta").mode("append").save(table)
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    context = spark.sparkContext
+    context.setJobGroup("vacuum-of-a-small-table", "the course's VACUUM")
+    try:
+        spark.sql(f"VACUUM delta.`{table}` RETAIN 0 HOURS").collect()
+    finally:
+        context.setJobGroup("", "")
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    tracker = context.statusTracker()
+    stages = [tracker.getStageInfo(stage) for job in tracker.getJobIdsForGroup("vacuum-of-a-small-table")
+              for stage in tracker.getJobInfo(job).stageIds]
+    tasks = [stage.numTasks for stage in stages if stage]
+    assert tasks, "VACUUM ran no Spark job in its job group: the test no longer sees its listing"
+    # Spark's default listing parallelism is 10000 tasks: 33 s of empty tasks on two cores
+    assert max(tasks) <= 2 * int(session.LISTING_PARALLELISM), tasks
+
+
 def test_setup_twice_is_safe_and_resets_the_lesson(broker_up):
     lesson = deliverylab.setup("test-twice", quiet=True)
     lesson.produce_orders(5, progress=False)
