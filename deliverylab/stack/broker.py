@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import jars, kafka
 from ..config import HOST, CourseError, Settings, settings
-from .java import require_java
+from .java import QUICK_JIT_FLAGS, require_java
 
 READY_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
@@ -164,7 +164,7 @@ def _java_cmd(s: Settings, java: str, main: str, *args: str, heap: str = HEAP) -
     p = _paths(s)
     return [
         # C1-only JIT: on two cores the broker answers in ~3 s instead of ~8 s; its load here is tiny
-        java, f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+        java, f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC", *QUICK_JIT_FLAGS, "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={p['log4j']}", f"-Dkafka.logs.dir={s.kafka_dir}",
         "-cp", str(jars.classpath_dir("kafka") / "*"), main, *args,
     ]

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import broker, jars, kafka, processes
+from .java import QUICK_JIT_FLAGS
 from ..config import HOST, CourseError, Settings, _port, settings
 
 NODES = 3
@@ -139,7 +140,7 @@ def _our_pid(s: Settings, n: int) -> int | None:
 
 def _java_cmd(s: Settings, n: int, java: str, main: str, *args: str, heap: str = HEAP) -> list[str]:
     p = paths(s, n)
-    return [java, f"-Xmx{heap}", "-Xms96m", "-XX:+UseG1GC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+    return [java, f"-Xmx{heap}", "-Xms96m", "-XX:+UseG1GC", *QUICK_JIT_FLAGS, "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={p['log4j']}", f"-Dkafka.logs.dir={p['dir']}",
             "-cp", str(jars.classpath_dir("kafka") / "*"), main, *args]
 

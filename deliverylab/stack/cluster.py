@@ -48,6 +48,7 @@ from pathlib import Path
 
 from ..config import HOST, CourseError, Settings, _port, settings
 from . import processes
+from .java import QUICK_JIT
 
 WORKERS = 2
 WORKER_CORES = 2
@@ -94,7 +95,7 @@ def app_conf() -> dict[str, str]:
         "spark.executor.cores": "1",
         "spark.cores.max": "1",
         # C1-only JIT, as for the broker: tiny batches, two cores; the first task starts sooner
-        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+        "spark.executor.extraJavaOptions": QUICK_JIT,
     }
 
 
@@ -190,7 +191,7 @@ def _daemon_env(s: Settings) -> dict[str, str]:
         "SPARK_MASTER_HOST": HOST,
         "SPARK_PUBLIC_DNS": HOST,                  # the addresses the web UIs advertise
         "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
-        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "SPARK_DAEMON_JAVA_OPTS": f"{QUICK_JIT} -XX:+UseSerialGC",
         "SPARK_LOCAL_DIRS": str(p["local"]),       # executors' shuffle and scratch files
         "PYSPARK_PYTHON": env.get("PYSPARK_PYTHON") or __import__("sys").executable,
     })

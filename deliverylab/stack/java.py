@@ -13,6 +13,14 @@ MIN_JAVA = 17
 #: The Java versions Spark 4.0 is built and tested for; others may work, with a warning.
 SUPPORTED_JAVA = (17, 21)
 
+#: JIT flags of every course JVM (Spark kernels and drivers, executors, brokers): the quick tier (C1)
+#: only. They live for minutes on a few hundred rows, so the optimising compiler never pays back the
+#: CPU it burns. With C1 alone the JVM reserves only 48 MB for compiled code, and a long-lived Spark
+#: JVM fills that: the unit tests' session did after seven minutes and died ("Out of space in
+#: CodeCache for adapters"). So the code cache keeps the size it has with the full JIT.
+QUICK_JIT_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
+QUICK_JIT = " ".join(QUICK_JIT_FLAGS)
+
 FIX_JAVA = (
     "Install a Java 17 or newer JDK (for example `sudo apt-get install openjdk-17-jdk`, "
     "`brew install openjdk@17`, or Temurin 17 from adoptium) and put its `bin` first on PATH, "

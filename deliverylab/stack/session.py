@@ -16,7 +16,7 @@ classes a Spark session loads in a class-data-sharing archive (a JDK feature, se
 verifying those classes again, which roughly halves its start. The archive belongs to one
 JDK and one set of jars: when either changes it is simply not used until setup rebuilds it.
 
-Every Spark JVM of the course also stops its JIT at the quick tier (C1, ``QUICK_JIT``).
+Every Spark JVM of the course also stops its JIT at the quick tier (C1, ``java.QUICK_JIT``).
 They live for minutes on a few hundred rows, so the optimising compiler never pays back
 the CPU it burns; measured on two cores, lesson 07 took 291 CPU-seconds with it and 221
 without, and its wall time fell from 153 s to 123 s.
@@ -37,12 +37,10 @@ from pathlib import Path
 
 from . import jars
 from ..config import HOST, CourseError, settings
-from .java import java_executable, require_java
+from .java import QUICK_JIT, java_executable, require_java
 
 _session = None
 
-#: The JIT's quick tier only: see the module's docstring (the broker uses it too).
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
 #: How long an idle streaming query waits before asking its source for new data again (see above).
 POLLING_DELAY = "250ms"
 #: Tasks that list a table's files in parallel (VACUUM among others): the two cores of local[2].

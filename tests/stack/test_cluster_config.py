@@ -5,7 +5,7 @@ import pytest
 
 from deliverylab import config
 from deliverylab.config import CourseError
-from deliverylab.stack import cluster, session
+from deliverylab.stack import cluster, java, session
 
 
 def test_the_spark_master_is_local_by_default(monkeypatch):
@@ -162,7 +162,10 @@ def test_every_spark_jvm_of_the_course_stops_its_jit_at_the_quick_tier():
     kernel = session.spark_conf()
     driver = session.spark_conf("crashlab-driver", extra=crashpoints.hook_conf("/tmp/crash", 1))
     for conf in (kernel, driver):  # a notebook's JVM and a crash-lab driver's
-        assert session.QUICK_JIT in conf["spark.driver.extraJavaOptions"].split()
+        options = conf["spark.driver.extraJavaOptions"].split()
+        assert all(flag in options for flag in java.QUICK_JIT_FLAGS), options
+    assert "-XX:TieredStopAtLevel=1" in java.QUICK_JIT_FLAGS
+    assert java.QUICK_JIT in cluster.app_conf()["spark.executor.extraJavaOptions"]
 
 
 def test_an_idle_query_asks_its_source_for_new_data_a_few_times_a_second_not_a_hundred():

@@ -46,6 +46,17 @@ def test_the_running_session_waits_between_polls_of_an_idle_source(spark):
     assert spark.conf.get("spark.sql.streaming.pollingDelay") == session.POLLING_DELAY
 
 
+def test_the_running_session_keeps_room_for_compiled_code(spark):
+    """With the quick JIT tier alone a JVM reserves 48 MB for compiled code; a long-lived session filled it and died."""
+    from pyspark import SparkContext
+
+    pools = SparkContext._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+    code = [pool for pool in pools if "Code" in pool.getName()]
+    assert code, [pool.getName() for pool in pools]
+    reserved_mb = sum(pool.getUsage().getMax() for pool in code) / 2**20
+    assert reserved_mb >= 200, f"{reserved_mb:.0f} MB for compiled code"
+
+
 def test_vacuum_of_a_small_table_lists_its_files_with_a_few_tasks_not_ten_thousand(spark, tmp_path):
     from deliverylab.stack import session
 
