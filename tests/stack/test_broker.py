@@ -37,6 +37,7 @@ def test_up_is_idempotent_and_the_broker_answers(broker_up):
 
 
 @pytest.mark.stack
+@pytest.mark.restarts_broker
 def test_down_stops_it_and_up_brings_it_back(broker_up):
     assert broker.down(log=lambda m: None) is True
     st = broker.status()
