@@ -22,8 +22,10 @@ POINTS = list(crashpoints.CRASH_POINTS)
 #: Chaos runs go two at a time (DELIVERYLAB_TEST_CHAOS_WORKERS): most of a crash cycle is a
 #: JVM booting or a process waiting, so two pipelines share two cores well.
 WORKERS = int(os.environ.get("DELIVERYLAB_TEST_CHAOS_WORKERS", "2"))
-#: Slowest first, so the two workers finish together.
-ORDER = ["delta_merge", "delta_sink", "delta_txn", "at_most_once", "sqlite_upsert", "file_sink",
+#: Slowest first, so the two workers finish together. Delta's plain streaming sink is not here:
+#: lesson 05 crashes it at all four points and nbval checks its verdict; delta_txn and delta_merge
+#: cover a Delta table written from foreachBatch, point by point.
+ORDER = ["delta_merge", "delta_txn", "at_most_once", "sqlite_upsert", "file_sink",
          "at_least_once", "kafka_sink"]
 SEEDS = {name: 11 + i for i, name in enumerate(ORDER)}
 #: The crash-point suite runs the course's core pipelines (the ones chaos runs and the capstone
@@ -156,7 +158,7 @@ def test_exactly_once_variants_survive_every_crash_point(results, variant):
     for point, led in _by_point(result).items():
         assert led["lost"] == 0 and led["duplicated"] == 0, (point, led)
     json.dumps(chaos.public(result))  # what --json prints is plain JSON
-    if variant in ("file_sink", "delta_sink", "delta_txn"):
+    if variant in ("file_sink", "delta_txn"):
         # mid_sink_write left partition 0's file on disk, in no commit
         assert result["sink_files"]["leftovers"], result["sink_files"]
 
