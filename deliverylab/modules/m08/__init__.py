@@ -1,11 +1,12 @@
 """Module 08, the capstone: the guarantee matrix and the price of exactly-once, measured.
 
-    matrix   every crash-lab variant through the same chaos plan: observed lost / duplicated,
-             next to what the course expects and what the learner predicted (a table and a chart)
-    price    throughput and median batch latency of each variant, from the matrix's own run
-    audit    Delta's history() as the audit trail: one STREAMING UPDATE version per batch
-    lab      the lab's checks
+    chaos_run the capstone's chaos plan (every named crash point, then random kills) and its checked line
+    matrix    every crash-lab variant through the same chaos plan: observed lost / duplicated,
+              next to what the course expects and what the learner predicted (a table and a chart)
+    price     throughput and median batch latency of each variant, from the matrix's own run
+    audit     Delta's history() as the audit trail: one STREAMING UPDATE version per batch
+    lab       the lab's checks
 """
-from . import audit, matrix, price
+from . import audit, chaos_run, matrix, price
 
-__all__ = ["audit", "matrix", "price"]
+__all__ = ["audit", "chaos_run", "matrix", "price"]
