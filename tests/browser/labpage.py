@@ -101,16 +101,18 @@ class LabServer:
 
 
 class NotebookPage:
-    """One notebook open in JupyterLab, every cell rendered and its kernel ready."""
+    """One notebook open in JupyterLab, every cell rendered and (``wait_for_kernel``) its kernel ready."""
 
-    def __init__(self, page, server: LabServer, notebook: str, code_cells: int, timeout_s: float = 90):
+    def __init__(self, page, server: LabServer, notebook: str, code_cells: int, timeout_s: float = 90,
+                 wait_for_kernel: bool = True):
         self.page, self.name = page, notebook
         page.goto(server.url(notebook))
         page.wait_for_selector(f"{NOTEBOOK} .jp-Cell", timeout=timeout_s * 1000)
         deadline = time.monotonic() + timeout_s
         while self.code_cells().count() < code_cells and time.monotonic() < deadline:
             time.sleep(0.2)  # cells render a few at a time
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout_s * 1000)
+        if wait_for_kernel:
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout_s * 1000)
 
     def screenshot(self, label: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
