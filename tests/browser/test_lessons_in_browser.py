@@ -191,7 +191,6 @@ def executed_page(browser):
 
 @pytest.mark.parametrize("source", executed_notebooks(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_notebook_shows_what_it_promises(executed_server, executed_page, source):
-    page = executed_page
     relative = source.relative_to(ROOT).as_posix()
     copy = executed_dir() / relative
     if course.needs_clusters(source.name) and not copy.exists():
@@ -199,7 +198,8 @@ def test_every_notebook_shows_what_it_promises(executed_server, executed_page, s
     assert copy.exists(), f"{relative} was not executed in this run: run nbval on it first (make test does)"
     assert copy.stat().st_mtime >= source.stat().st_mtime, f"{relative} changed after its last nbval run"
     # what it shows is its stored outputs: no need to wait for its kernel
-    nb = NotebookPage(page, executed_server, relative, code_cell_count(ROOT / relative), wait_for_kernel=False)
+    nb = NotebookPage(executed_page, executed_server, relative, code_cell_count(ROOT / relative),
+                      wait_for_kernel=False)
     assert_what_a_learner_sees(nb, source, "executed")
 
 

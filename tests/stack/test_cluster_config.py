@@ -156,12 +156,16 @@ def test_killing_the_executors_of_an_unknown_application_kills_nothing():
     assert cluster.kill_executors("app-19700101000000-0000", log=lambda m: None) == []
 
 
-def test_every_spark_jvm_of_the_course_stops_its_jit_at_the_quick_tier():
+def kernel_and_driver_confs() -> list[dict[str, str]]:
+    """The Spark conf of a notebook's JVM and of a crash-lab driver's."""
     from deliverylab.crashlab import crashpoints
 
-    kernel = session.spark_conf()
-    driver = session.spark_conf("crashlab-driver", extra=crashpoints.hook_conf("/tmp/crash", 1))
-    for conf in (kernel, driver):  # a notebook's JVM and a crash-lab driver's
+    return [session.spark_conf(),
+            session.spark_conf("crashlab-driver", extra=crashpoints.hook_conf("/tmp/crash", 1))]
+
+
+def test_every_spark_jvm_of_the_course_stops_its_jit_at_the_quick_tier():
+    for conf in kernel_and_driver_confs():
         options = conf["spark.driver.extraJavaOptions"].split()
         assert all(flag in options for flag in java.QUICK_JIT_FLAGS), options
     assert "-XX:TieredStopAtLevel=1" in java.QUICK_JIT_FLAGS
@@ -174,9 +178,5 @@ def test_an_idle_query_asks_its_source_for_new_data_a_few_times_a_second_not_a_h
 
 
 def test_kernels_and_drivers_list_a_table_s_files_with_two_tasks():
-    from deliverylab.crashlab import crashpoints
-
-    kernel = session.spark_conf()
-    driver = session.spark_conf("crashlab-driver", extra=crashpoints.hook_conf("/tmp/crash", 1))
-    for conf in (kernel, driver):
+    for conf in kernel_and_driver_confs():
         assert conf["spark.sql.sources.parallelPartitionDiscovery.parallelism"] == session.LISTING_PARALLELISM == "2"
