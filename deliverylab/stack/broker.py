@@ -9,8 +9,6 @@ uses an instructor's broker instead: ``up`` only checks that it answers, ``down`
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import signal
 import socket
@@ -20,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import jars, kafka
+from . import jars, kafka, locks
 from ..config import HOST, CourseError, Settings, settings
 from .java import QUICK_JIT_FLAGS, require_java
 
@@ -113,17 +111,9 @@ def _paths(s: Settings) -> dict[str, Path]:
     }
 
 
-@contextlib.contextmanager
 def _locked(s: Settings):
     """One `stack up`/`down` at a time, even across processes (two `make lab`, a test and a notebook)."""
-    p = _paths(s)
-    p["lock"].parent.mkdir(parents=True, exist_ok=True)
-    with open(p["lock"], "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return locks.exclusive(_paths(s)["lock"])
 
 
 def _our_pid(s: Settings) -> int | None:

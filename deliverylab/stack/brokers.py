@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import os
 import signal
 import subprocess
@@ -36,7 +35,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import broker, jars, kafka, processes
+from . import broker, jars, kafka, locks, processes
 from .java import QUICK_JIT_FLAGS
 from ..config import HOST, CourseError, Settings, _port, settings
 
@@ -114,16 +113,9 @@ def server_properties(s: Settings, n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@contextlib.contextmanager
 def _locked(s: Settings):
-    p = paths(s)
-    p["dir"].mkdir(parents=True, exist_ok=True)
-    with open(p["lock"], "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    """One `up`/`down` at a time, even across processes."""
+    return locks.exclusive(paths(s)["lock"])
 
 
 def _our_pid(s: Settings, n: int) -> int | None:

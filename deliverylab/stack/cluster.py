@@ -33,7 +33,6 @@ workers' web UIs take the next ports (8181, 8182).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -47,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import HOST, CourseError, Settings, _port, settings
-from . import processes
+from . import locks, processes
 from .java import QUICK_JIT
 
 WORKERS = 2
@@ -121,16 +120,9 @@ def paths(s: Settings) -> dict[str, Path]:
     return found
 
 
-@contextlib.contextmanager
 def _locked(s: Settings):
-    p = paths(s)
-    p["dir"].mkdir(parents=True, exist_ok=True)
-    with open(p["lock"], "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    """One `up`/`down` at a time, even across processes."""
+    return locks.exclusive(paths(s)["lock"])
 
 
 def _cmdline(pid: int) -> str:

@@ -14,6 +14,9 @@ to know they are the same unless the producer is idempotent.
         net.lose_produce_replies(1)
         producer.send(topic, value).get()     # the broker writes it twice
 
+One proxy listens on its port at a time: a second one (another notebook, a test) waits up to
+``WAIT_SECONDS`` for the first to finish, then says who to close.
+
 The proxy reads Kafka's framing only (a 4-byte size, then for a request: api key, api
 version, correlation id), never the payload.
 """
@@ -22,11 +25,15 @@ from __future__ import annotations
 import select
 import socket
 import struct
+import contextlib
 import threading
 
+from . import locks
 from ..config import HOST, CourseError, settings
 
 PRODUCE = 0  # Kafka's api key of a produce request
+#: How long a second proxy waits for the one that holds the port (a demo holds it for seconds).
+WAIT_SECONDS = 120.0
 
 
 class FlakyNetwork:
@@ -37,6 +44,8 @@ class FlakyNetwork:
         self.listen_port, self.broker_port = s.flaky_proxy_port, s.flaky_listener_port
         # the proxy always listens on this machine; on a shared broker it forwards to that broker's host
         self.broker_host = s.broker_host
+        self.lock_file = s.state / "flaky-proxy" / f"port-{self.listen_port}.lock"
+        self.wait_seconds = WAIT_SECONDS
         self._lose = 0
         self.lost_replies = 0
         self.produce_requests = 0
@@ -44,6 +53,7 @@ class FlakyNetwork:
         self._server: socket.socket | None = None
         self._threads: list[threading.Thread] = []
         self._closing = threading.Event()
+        self._holding = contextlib.ExitStack()
 
     @property
     def bootstrap(self) -> str:
@@ -56,16 +66,17 @@ class FlakyNetwork:
             self._lose += n
 
     def __enter__(self) -> "FlakyNetwork":
-        self._server = socket.socket()
-        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            self._server.bind((HOST, self.listen_port))
-        except OSError:
-            raise CourseError(f"Port {self.listen_port} on {HOST} is in use, so the flaky-network proxy cannot "
-                              "start. Is another notebook using it? Close that one, or set "
-                              "DELIVERYLAB_KAFKA_PORT to move all the course's ports.") from None
-        self._server.listen()
-        self._server.settimeout(0.2)  # so the accept loop notices the end of the block
+            self._holding.enter_context(locks.exclusive(self.lock_file, timeout=self.wait_seconds))
+        except locks.LockBusy:
+            raise CourseError(f"Another notebook or test of this course has used the flaky-network proxy (port "
+                              f"{self.listen_port}) for over {self.wait_seconds:g} s. Let its cell finish, or "
+                              "interrupt that kernel, then run this cell again.") from None
+        try:
+            self._listen()
+        except BaseException:
+            self._holding.close()
+            raise
         self._start(self._accept)
         return self
 
@@ -75,6 +86,20 @@ class FlakyNetwork:
             thread.join(timeout=2)
         if self._server:
             self._server.close()
+        self._holding.close()
+
+    def _listen(self) -> None:
+        self._server = socket.socket()
+        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._server.bind((HOST, self.listen_port))
+        except OSError:
+            self._server.close()
+            raise CourseError(f"Port {self.listen_port} on {HOST} is in use by a program outside this course, so "
+                              "the flaky-network proxy cannot start. Stop that program, or set "
+                              "DELIVERYLAB_KAFKA_PORT to move all the course's ports.") from None
+        self._server.listen()
+        self._server.settimeout(0.2)  # so the accept loop notices the end of the block
 
     def _start(self, target, *args) -> None:
         thread = threading.Thread(target=target, args=args, daemon=True)

@@ -1,13 +1,64 @@
 """A lost produce reply, on the real broker: a retry duplicates, unless the producer is idempotent."""
 import json
+import socket
+import threading
+import time
 from collections import Counter
 
 import pytest
 
-from deliverylab import ledger
+from deliverylab import CourseError, ledger
 from deliverylab.stack import flaky, kafka
 
 pytestmark = pytest.mark.stack
+
+
+@pytest.fixture
+def own_proxy_port(tmp_path, monkeypatch):
+    """A port and state of their own, so these tests never meet the suite's proxy (controller port + 2)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    monkeypatch.setenv("DELIVERYLAB_CONTROLLER_PORT", str(free - 2))
+    monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
+    return free
+
+
+def test_a_second_proxy_waits_for_the_first_then_listens(own_proxy_port):
+    events = []
+    with flaky.FlakyNetwork() as first:
+        assert first.listen_port == own_proxy_port
+
+        def second():
+            with flaky.FlakyNetwork():
+                events.append("second listening")
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        time.sleep(0.5)
+        events.append("first done")
+    thread.join(10)
+    assert events == ["first done", "second listening"]
+
+
+def test_a_proxy_held_too_long_is_named(own_proxy_port):
+    with flaky.FlakyNetwork():
+        waiting = flaky.FlakyNetwork()
+        waiting.wait_seconds = 0.3
+        with pytest.raises(CourseError, match="Another notebook or test of this course has used the flaky"):
+            waiting.__enter__()
+    with flaky.FlakyNetwork():  # the failed attempt left nothing locked
+        pass
+
+
+def test_a_port_taken_outside_the_course_says_so(own_proxy_port):
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", own_proxy_port))
+        other.listen()
+        with pytest.raises(CourseError, match="in use by a program outside this course"):
+            flaky.FlakyNetwork().__enter__()
+    with flaky.FlakyNetwork():  # nor did this one
+        pass
 
 
 def test_frames_are_split_on_their_size_prefix():
