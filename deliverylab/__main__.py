@@ -88,8 +88,7 @@ def _stack(args) -> int:
 def _setup(args) -> int:
     from .stack import jars, session
 
-    jars.ensure_all()
-    session.build_class_archive()
+    jars.ensure_all(then=session.build_class_archive)
     return 0
 
 

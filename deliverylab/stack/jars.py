@@ -70,7 +70,7 @@ def is_resolved(kind: str) -> bool:
 
 
 def _resolve_with_ivy(ivy_file: Path, target: Path, log) -> None:
-    cache = settings().state / "ivy-cache"
+    cache = settings().state / "ivy-cache" / ivy_file.name.split(".")[0]  # one per file: they resolve side by side
     staging = Path(tempfile.mkdtemp(prefix="ivy-", dir=settings().state))
     cmd = [
         require_java(), "-jar", str(_ivy_jar()),
@@ -138,10 +138,18 @@ def ensure(kind: str, log=print) -> Path:
     return folder
 
 
-def ensure_all(log=print) -> None:
+def ensure_all(then=None, log=print) -> None:
+    """Resolve both classpaths, the broker's while Spark's resolves and ``then()`` runs (setup passes
+    the class archive, which needs Spark's jars only): about half a minute sooner from a fresh clone."""
+    from concurrent.futures import ThreadPoolExecutor
+
     settings().state.mkdir(parents=True, exist_ok=True)
-    for kind in CLASSPATHS:
-        ensure(kind, log)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        broker = pool.submit(ensure, "kafka", log)
+        ensure("spark", log)
+        if then is not None:
+            then()
+        broker.result()
 
 
 def jars(kind: str) -> list[Path]:

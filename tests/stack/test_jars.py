@@ -35,3 +35,41 @@ def test_missing_jars_say_to_run_setup(monkeypatch, tmp_path):
     monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
     with pytest.raises(Exception, match="make setup"):
         jars.jars("kafka")
+
+
+def test_setup_resolves_the_broker_jars_while_spark_and_the_archive_go(monkeypatch, tmp_path):
+    import threading
+
+    monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
+    kafka_running = threading.Event()
+    kafka_may_finish = threading.Event()
+    seen = []
+
+    def fake_ensure(kind, log=print):
+        if kind == "kafka":
+            kafka_running.set()
+            assert kafka_may_finish.wait(5)
+        seen.append(kind)
+
+    def archive():
+        assert kafka_running.wait(5)  # the broker's jars are resolving while the archive is recorded
+        seen.append("archive")
+        kafka_may_finish.set()
+
+    monkeypatch.setattr(jars, "ensure", fake_ensure)
+    jars.ensure_all(then=archive, log=lambda *_: None)
+    assert seen == ["spark", "archive", "kafka"]
+
+
+def test_a_failed_broker_resolution_fails_setup(monkeypatch, tmp_path):
+    from deliverylab import CourseError
+
+    monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
+
+    def fake_ensure(kind, log=print):
+        if kind == "kafka":
+            raise CourseError("Could not resolve the jars in kafka-broker.ivy.xml")
+
+    monkeypatch.setattr(jars, "ensure", fake_ensure)
+    with pytest.raises(CourseError, match="kafka-broker"):
+        jars.ensure_all(log=lambda *_: None)
