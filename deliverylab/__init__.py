@@ -24,7 +24,8 @@ The machine (stack/: imports no course code)
     stack/       java, jars (+ ivy/), broker, kafka clients, session, processes, jupyter,
                  runner, nbcapture (keeps what nbval executed, for the browser test),
                  flaky (a proxy that loses produce replies), cluster (a local Spark standalone
-                 cluster: master + 2 workers), brokers (a three-broker Kafka cluster)
+                 cluster: master + 2 workers), brokers (a three-broker Kafka cluster),
+                 locks (one holder at a time, across processes)
 
 The crash lab (crashlab/)
     crashlab/    variants (the pipelines, one table), sinks, crashpoints (+ java/ hook),

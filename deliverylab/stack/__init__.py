@@ -8,6 +8,7 @@
     flaky      a loopback proxy that loses produce replies: a real network fault for retries
     cluster    a local Spark standalone cluster (master + 2 workers): cluster up|down|status
     brokers    a three-broker Kafka cluster (KRaft, RF 3, min.insync.replicas=2): stack up --brokers 3
+    locks      one holder at a time across processes (server up/down, the flaky proxy's port)
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.
 """
