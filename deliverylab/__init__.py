@@ -21,7 +21,7 @@ Labs, quizzes and progress
     quiz         quizzes and predictions (ipywidgets)    progress  the learner's progress store
 
 The machine (stack/: imports no course code)
-    stack/       java, jars (+ ivy/), broker, kafka clients, session, processes, jupyter,
+    stack/       java, jars (+ ivy/), broker, kafka clients, session (+ classarchive), processes, jupyter,
                  runner, nbcapture (keeps what nbval executed, for the browser test),
                  flaky (a proxy that loses produce replies), cluster (a local Spark standalone
                  cluster: master + 2 workers), brokers (a three-broker Kafka cluster),

@@ -86,9 +86,10 @@ def _stack(args) -> int:
 
 
 def _setup(args) -> int:
-    from .stack import jars, session
+    from .stack import classarchive, jars
 
-    jars.ensure_all(then=session.build_class_archive)
+    jars.ensure_all()
+    classarchive.build()
     return 0
 
 

@@ -9,6 +9,7 @@
     cluster    a local Spark standalone cluster (master + 2 workers): cluster up|down|status
     brokers    a three-broker Kafka cluster (KRaft, RF 3, min.insync.replicas=2): stack up --brokers 3
     locks      one holder at a time across processes (server up/down, the flaky proxy's port)
+    classarchive  the class-data-sharing archive that shortens every Spark JVM's start (made by setup)
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.
 """

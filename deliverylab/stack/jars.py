@@ -138,17 +138,14 @@ def ensure(kind: str, log=print) -> Path:
     return folder
 
 
-def ensure_all(then=None, log=print) -> None:
-    """Resolve both classpaths, the broker's while Spark's resolves and ``then()`` runs (setup passes
-    the class archive, which needs Spark's jars only): about half a minute sooner from a fresh clone."""
+def ensure_all(log=print) -> None:
+    """Resolve both classpaths side by side (each Ivy run mostly waits on the network)."""
     from concurrent.futures import ThreadPoolExecutor
 
     settings().state.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=1) as pool:
         broker = pool.submit(ensure, "kafka", log)
         ensure("spark", log)
-        if then is not None:
-            then()
         broker.result()
 
 

@@ -11,10 +11,11 @@ every course path handed to Spark is absolute.
 
 Starting a JVM that loads Spark, Delta and Kafka classes takes seconds, and the course
 starts many (every kernel, every crash-lab driver). ``make setup`` therefore records the
-classes a Spark session loads in a class-data-sharing archive (a JDK feature, see
-:func:`build_class_archive`); every later Spark JVM maps it instead of loading and
-verifying those classes again, which roughly halves its start. The archive belongs to one
-JDK and one set of jars: when either changes it is simply not used until setup rebuilds it.
+classes a Spark session loads in a class-data-sharing archive (classarchive.py); every
+later Spark JVM maps it instead of loading and verifying those classes again. The same
+jars are also on the driver's own class path (``spark.driver.extraClassPath``): a JVM's
+archive can only hold classes of its built-in class loaders, and through ``spark.jars``
+alone Kafka's client and Delta (about 2,000 classes) came from the jar files at every start.
 
 Every Spark JVM of the course also stops its JIT at the quick tier (C1, ``java.QUICK_JIT``).
 They live for minutes on a few hundred rows, so the optimising compiler never pays back
@@ -29,15 +30,12 @@ and the broker together) instead of about 28 %, and a new batch starts at most t
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-from . import jars
+from . import classarchive, jars
 from ..config import HOST, CourseError, settings
-from .java import QUICK_JIT, java_executable, require_java
+from .java import QUICK_JIT, require_java
 
 _session = None
 
@@ -59,7 +57,8 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         "spark.driver.memory": "1g",
         "spark.driver.host": HOST,
         "spark.driver.bindAddress": HOST,
-        "spark.jars": ",".join(str(p) for p in jars.jars("spark")),
+        "spark.jars": ",".join(str(p) for p in jars.jars("spark")),  # executors on a cluster need them too
+        "spark.driver.extraClassPath": os.pathsep.join(str(p) for p in jars.jars("spark")),  # see above
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.warehouse.dir": str(s.state / "warehouse"),
@@ -77,67 +76,11 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         from .cluster import app_conf
 
         conf.update(app_conf())
-    archive = class_archive()
+    archive = classarchive.path()
     if archive.exists():
         conf["spark.driver.extraJavaOptions"] += f" -XX:SharedArchiveFile={archive}"
     conf.update(extra or {})
     return conf
-
-
-def class_archive() -> Path:
-    """Where the class-data-sharing archive for this JDK and these jars lives (it may not exist)."""
-    output = subprocess.run([java_executable(), "-version"], capture_output=True, text=True).stderr
-    # the JDK's version and build; not the VM line, whose mode changes with JIT options
-    version = "\n".join(line for line in output.splitlines() if "version" in line or "Runtime Environment" in line)
-    digest = hashlib.sha256((version + jars.stamp("spark")).encode()).hexdigest()[:12]
-    return settings().jars / f"spark-classes-{digest}.jsa"
-
-
-#: What the archive run does: the work every lesson's first cells do (Delta, Parquet, a stream).
-_ARCHIVE_RUN = """
-import sys
-from pyspark import SparkContext
-from deliverylab.stack.session import get_spark
-spark = get_spark("class-archive", extra_conf={"spark.driver.extraJavaOptions": sys.argv[1]})
-scratch = sys.argv[2]
-rows = spark.range(4).selectExpr("CAST(id AS STRING) AS order_id", "CAST(id AS DECIMAL(10,2)) AS amount")
-rows.write.format("delta").save(scratch + "/delta")
-rows.write.parquet(scratch + "/parquet")
-spark.read.format("delta").load(scratch + "/delta").count()
-query = (spark.readStream.format("rate").load().writeStream.format("delta").trigger(availableNow=True)
-         .option("checkpointLocation", scratch + "/checkpoint").start(scratch + "/stream"))
-query.awaitTermination()
-jvm = SparkContext._gateway.proc
-spark.stop()
-jvm.stdin.close()  # the JVM exits when its stdin closes, and writes the archive as it exits
-jvm.wait()
-"""
-
-
-def build_class_archive(log=print) -> Path | None:
-    """Record the classes of a typical session into :func:`class_archive` (once per JDK and jars)."""
-    import shutil
-    import tempfile
-
-    archive = class_archive()
-    if archive.exists():
-        return archive
-    for old in settings().jars.glob("spark-classes-*.jsa"):
-        old.unlink()
-    log("recording Spark's classes for faster JVM starts ...")
-    scratch = tempfile.mkdtemp(prefix="class-archive-", dir=settings().state)
-    options = f"-Dderby.system.home={settings().state / 'derby'} {QUICK_JIT} -XX:ArchiveClassesAtExit={archive}"
-    try:
-        proc = subprocess.run([sys.executable, "-c", _ARCHIVE_RUN, options, scratch], capture_output=True,
-                              text=True, timeout=600)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    if proc.returncode != 0 or not archive.exists():
-        archive.unlink(missing_ok=True)  # optional: Spark starts without it, only slower
-        log("could not record the class archive; Spark will start without it (slower):\n"
-            + (proc.stdout + proc.stderr)[-800:])
-        return None
-    return archive
 
 
 def log_path(app_name: str):

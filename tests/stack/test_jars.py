@@ -37,28 +37,20 @@ def test_missing_jars_say_to_run_setup(monkeypatch, tmp_path):
         jars.jars("kafka")
 
 
-def test_setup_resolves_the_broker_jars_while_spark_and_the_archive_go(monkeypatch, tmp_path):
+def test_setup_resolves_both_classpaths_side_by_side(monkeypatch, tmp_path):
     import threading
 
     monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
-    kafka_running = threading.Event()
-    kafka_may_finish = threading.Event()
+    both_running = threading.Barrier(2, timeout=5)  # broken (an error) unless both wait here at once
     seen = []
 
     def fake_ensure(kind, log=print):
-        if kind == "kafka":
-            kafka_running.set()
-            assert kafka_may_finish.wait(5)
+        both_running.wait()
         seen.append(kind)
 
-    def archive():
-        assert kafka_running.wait(5)  # the broker's jars are resolving while the archive is recorded
-        seen.append("archive")
-        kafka_may_finish.set()
-
     monkeypatch.setattr(jars, "ensure", fake_ensure)
-    jars.ensure_all(then=archive, log=lambda *_: None)
-    assert seen == ["spark", "archive", "kafka"]
+    jars.ensure_all(log=lambda *_: None)
+    assert sorted(seen) == ["kafka", "spark"]
 
 
 def test_a_failed_broker_resolution_fails_setup(monkeypatch, tmp_path):

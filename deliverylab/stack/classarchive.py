@@ -1,0 +1,117 @@
+"""The class-data-sharing archive that makes every course JVM with Spark start quicker.
+
+A JVM loads and verifies thousands of classes before Spark answers. With
+``-XX:ArchiveClassesAtExit`` one JVM writes the classes it loaded into an archive file (a
+JDK feature, "dynamic CDS"); every later JVM started with ``-XX:SharedArchiveFile`` maps
+that file instead. ``make setup`` records it once, with a run that does what the course's
+JVMs do: a Delta table, Parquet, and a stream from Kafka into Delta (for that part setup
+starts the course's broker for a few seconds, and stops it again if it was not running).
+
+Two limits of the JDK shape this file:
+
+* only classes of the JVM's built-in loaders go into an archive, which is why session.py
+  also puts the course's jars on the driver's own class path;
+* an archive belongs to one JDK and one class path. Its file name carries a digest of
+  both (and of :data:`RECORDING`), so a changed JDK or jar set, or a changed recording,
+  gets a new archive from the next setup, and until then Spark starts without one.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from . import broker, jars, kafka
+from ..config import CourseError, settings
+from .java import QUICK_JIT, java_executable
+
+#: What the recording run does. Its last argument is a broker's address, or "" to leave Kafka out.
+RECORDING = """
+import sys
+from pyspark import SparkContext
+from deliverylab.stack.session import get_spark
+spark = get_spark("class-archive", extra_conf={"spark.driver.extraJavaOptions": sys.argv[1]})
+scratch, bootstrap, topic = sys.argv[2], sys.argv[3], sys.argv[4]
+rows = spark.range(4).selectExpr("CAST(id AS STRING) AS order_id", "CAST(id AS DECIMAL(10,2)) AS amount")
+rows.write.format("delta").save(scratch + "/delta")
+rows.write.parquet(scratch + "/parquet")
+spark.read.format("delta").load(scratch + "/delta").count()
+if bootstrap:  # the crash lab's drivers: Kafka in (and out), Delta
+    (rows.selectExpr("order_id AS key", "to_json(struct(*)) AS value").write.format("kafka")
+     .option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save())
+    source = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", topic).option("startingOffsets", "earliest").load())
+else:
+    source = spark.readStream.format("rate").load()
+query = (source.writeStream.format("delta").trigger(availableNow=True)
+         .option("checkpointLocation", scratch + "/checkpoint").start(scratch + "/stream"))
+query.awaitTermination()
+jvm = SparkContext._gateway.proc
+spark.stop()
+jvm.stdin.close()  # the JVM exits when its stdin closes, and writes the archive as it exits
+jvm.wait()
+"""
+
+
+def path() -> Path:
+    """Where the archive for this JDK, these jars and this recording lives (it may not exist)."""
+    output = subprocess.run([java_executable(), "-version"], capture_output=True, text=True).stderr
+    # the JDK's version and build; not the VM line, whose mode changes with JIT options
+    version = "\n".join(line for line in output.splitlines() if "version" in line or "Runtime Environment" in line)
+    digest = hashlib.sha256((version + jars.stamp("spark") + RECORDING).encode()).hexdigest()[:12]
+    return settings().jars / f"spark-classes-{digest}.jsa"
+
+
+def build(log=print) -> Path | None:
+    """Record the archive (once per JDK, jars and recording). ``None`` if it could not be made."""
+    archive = path()
+    if archive.exists():
+        return archive
+    for old in settings().jars.glob("spark-classes-*.jsa"):
+        old.unlink()
+    log("recording Spark's classes for faster JVM starts ...")
+    scratch = tempfile.mkdtemp(prefix="class-archive-", dir=settings().state)
+    options = f"-Dderby.system.home={settings().state / 'derby'} {QUICK_JIT} -XX:ArchiveClassesAtExit={archive}"
+    topic = settings().lesson_prefix("class-archive") + "orders"
+    started_broker = False
+    try:
+        bootstrap, started_broker = _a_broker(log)
+        if bootstrap:
+            kafka.ensure_topic(bootstrap, topic, partitions=1)  # the course's broker creates no topic by itself
+        proc = subprocess.run([sys.executable, "-c", RECORDING, options, scratch, bootstrap, topic],
+                              capture_output=True, text=True, timeout=600)
+        if bootstrap:
+            kafka.delete_topics(bootstrap, [topic])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if started_broker:
+            broker.down(log=lambda msg: None)
+    if proc.returncode != 0 or not archive.exists():
+        archive.unlink(missing_ok=True)  # optional: Spark starts without it, only slower
+        log("could not record the class archive; Spark will start without it (slower):\n"
+            + (proc.stdout + proc.stderr)[-800:])
+        return None
+    return archive
+
+
+def _a_broker(log) -> tuple[str, bool]:
+    """The course's broker for the recording: ``(address, started here)``, or ``("", False)``.
+
+    A shared broker (a workshop's) is left alone: the archive is then recorded without Kafka,
+    and the crash lab's drivers start a little slower.
+    """
+    s = settings()
+    if s.shared:
+        return "", False
+    was_running = broker.status().answering
+    if not was_running:
+        log("starting the broker for a few seconds, to record Kafka's classes too ...")
+        try:
+            broker.up(log=lambda msg: None)
+        except CourseError as error:
+            log(f"{error}\nRecording the archive without Kafka's classes (drivers start a little slower).")
+            return "", False
+    return s.bootstrap, not was_running

@@ -1,0 +1,50 @@
+"""The class archive holds what the crash lab's drivers load: Kafka's client and Delta come from it."""
+import subprocess
+import sys
+
+import pytest
+
+from deliverylab.stack import classarchive, kafka
+
+pytestmark = pytest.mark.stack
+
+#: A driver's first work, in a JVM that logs where each class came from.
+DRIVER_LIKE = """
+import sys
+from deliverylab.stack.session import get_spark, spark_conf
+log, bootstrap, topic, scratch = sys.argv[1:]
+options = spark_conf()["spark.driver.extraJavaOptions"] + f" -Xlog:class+load=info:file={log}"
+spark = get_spark("archive-check", extra_conf={"spark.driver.extraJavaOptions": options})
+rows = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+        .option("startingOffsets", "earliest").load())
+rows.selectExpr("CAST(value AS STRING) AS value").write.format("delta").save(scratch)
+print(spark.read.format("delta").load(scratch).count())
+"""
+
+
+def test_a_driver_maps_kafka_and_delta_classes_from_the_archive(broker_up, tmp_path):
+    from kafka import KafkaProducer
+
+    assert classarchive.path().exists(), "run `make setup` first: it records the archive"
+    topic = "xo.test-classarchive.orders"
+    kafka.ensure_topic(broker_up.bootstrap, topic, partitions=1)
+    producer = KafkaProducer(bootstrap_servers=broker_up.bootstrap)
+    producer.send(topic, b'{"order_id": "o-1"}').get(10)
+    producer.close()
+    log = tmp_path / "classes.log"
+    out = subprocess.run([sys.executable, "-c", DRIVER_LIKE, str(log), broker_up.bootstrap, topic,
+                          str(tmp_path / "delta")], capture_output=True, text=True, timeout=300)
+    kafka.delete_topics(broker_up.bootstrap, [topic])
+    assert out.returncode == 0 and out.stdout.strip().endswith("1"), out.stderr[-2000:]
+    lines = log.read_text().splitlines()
+
+    def source(cls):
+        found = [line for line in lines if f" {cls} source: " in line]
+        assert found, f"{cls} was never loaded"
+        return found[0].split(" source: ")[1]
+
+    for cls in ("org.apache.kafka.clients.consumer.KafkaConsumer", "org.apache.spark.sql.kafka010.KafkaSourceProvider",
+                "org.apache.spark.sql.delta.DeltaLog"):
+        assert source(cls) == "shared objects file (top)", (cls, source(cls))
+    from_kafka_jar = [line for line in lines if "kafka-clients" in line.split(" source: ")[-1]]
+    assert len(from_kafka_jar) < 100, f"{len(from_kafka_jar)} classes of Kafka's client read from its jar"
