@@ -15,17 +15,17 @@ to know they are the same unless the producer is idempotent.
         producer.send(topic, value).get()     # the broker writes it twice
 
 One proxy listens on its port at a time: a second one (another notebook, a test) waits up to
-``WAIT_SECONDS`` for the first to finish, then says who to close.
+``WAIT_SECONDS`` for the first to finish, then says what to do.
 
 The proxy reads Kafka's framing only (a 4-byte size, then for a request: api key, api
 version, correlation id), never the payload.
 """
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import struct
-import contextlib
 import threading
 
 from . import locks
