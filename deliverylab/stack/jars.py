@@ -144,9 +144,9 @@ def ensure_all(log=print) -> None:
 
     settings().state.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        broker = pool.submit(ensure, "kafka", log)
+        kafka_jars = pool.submit(ensure, "kafka", log)
         ensure("spark", log)
-        broker.result()
+        kafka_jars.result()
 
 
 def jars(kind: str) -> list[Path]:

@@ -4,6 +4,7 @@ import sys
 
 import pytest
 
+from deliverylab.config import settings
 from deliverylab.stack import classarchive, kafka
 
 pytestmark = pytest.mark.stack
@@ -26,7 +27,7 @@ def test_a_driver_maps_kafka_and_delta_classes_from_the_archive(broker_up, tmp_p
     from kafka import KafkaProducer
 
     assert classarchive.path().exists(), "run `make setup` first: it records the archive"
-    topic = "xo.test-classarchive.orders"
+    topic = settings().lesson_prefix("test-classarchive") + "orders"  # the course's topic names
     kafka.ensure_topic(broker_up.bootstrap, topic, partitions=1)
     producer = KafkaProducer(bootstrap_servers=broker_up.bootstrap)
     producer.send(topic, b'{"order_id": "o-1"}').get(10)
