@@ -9,17 +9,22 @@ from ...crashlab import Pipeline
 
 def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str | None = None, **pipeline_args):
     """Start ``variant`` (a name, or your own pipeline function), process ``orders`` orders, crash it at
-    ``point`` while a fresh batch runs, restart it from its checkpoint and let it catch up.
+    ``point`` while a fresh batch runs, restart it from its checkpoint, let it catch up, and stop it.
 
-    Returns ``(pipe, crash)``; ``pipe.ledger()`` says what reached the sink.
+    Returns ``(pipe, crash)``; ``pipe.ledger()`` says what reached the sink. The verdict needs only
+    the sink, the topic and the checkpoint, so the driver is stopped (``pipe.restart()`` starts it
+    again): a lesson that tries six sinks does not keep six Spark drivers, each with its own memory.
     """
     pipeline_args.setdefault("max_per_batch", 200)
     pipe = Pipeline(lesson, variant, name=name, **pipeline_args).start()
-    pipe.produce(orders)
-    pipe.drain()
-    crash = pipe.crash(point, orders=orders)
-    pipe.restart()
-    pipe.drain()
+    try:
+        pipe.produce(orders)
+        pipe.drain()
+        crash = pipe.crash(point, orders=orders)
+        pipe.restart()
+        pipe.drain()
+    finally:
+        pipe.stop()
     return pipe, crash
 
 

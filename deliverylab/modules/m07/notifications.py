@@ -69,15 +69,19 @@ def of(pipe) -> Notified:
 def crash_and_replay(lesson, variant, name: str | None = None, orders: int = 200):
     """Start ``variant`` (a name, or your own pipeline function writing Delta) with a notifications
     table, process ``orders`` orders, crash it after a batch's write and before Spark's commit,
-    restart it and let it catch up. Returns ``(pipe, crash)``."""
+    restart it, let it catch up, and stop it (what it did is in its tables and checkpoint).
+    Returns ``(pipe, crash)``."""
     from ...crashlab import Pipeline
 
     name = name or (variant if isinstance(variant, str) else variant.__name__)
     pipe = Pipeline(lesson, variant, name=name, max_per_batch=200, sink="delta",
                     options={"notifications": path_for(lesson, name)}).start()
-    pipe.produce(orders)
-    pipe.drain()
-    crash = pipe.crash("after_sink_write", orders=orders)
-    pipe.restart()
-    pipe.drain()
+    try:
+        pipe.produce(orders)
+        pipe.drain()
+        crash = pipe.crash("after_sink_write", orders=orders)
+        pipe.restart()
+        pipe.drain()
+    finally:
+        pipe.stop()
     return pipe, crash
