@@ -65,10 +65,21 @@ class RunResult:
     def batches_done(self) -> int:
         return sum(1 for e in self.events if e["event"] == "batch_done")
 
+    def _live_batches(self) -> dict[int, dict]:
+        """The last "batch" event per batch number. A batch the loop put back (its group was rebalancing,
+        see process.py) is left out: it is read again under the same number."""
+        live = {}
+        for e in self.events:
+            if e["event"] == "batch":
+                live[e["batch"]] = e
+            elif e["event"] == "put_back" and "batch" in e:
+                live.pop(e["batch"], None)
+        return live
+
     @property
     def records_done(self) -> int:
         done = {e["batch"] for e in self.events if e["event"] == "batch_done"}
-        return sum(e["records"] for e in self.events if e["event"] == "batch" and e["batch"] in done)
+        return sum(e["records"] for n, e in self._live_batches().items() if n in done)
 
     @property
     def ended(self) -> str | None:
@@ -85,13 +96,18 @@ class RunResult:
     def in_flight_ids(self) -> list[str]:
         """Order ids of the batch that was being handled when the process died ([] if none)."""
         done = {e["batch"] for e in self.events if e["event"] == "batch_done"}
-        open_batches = [e for e in self.events if e["event"] == "batch" and e["batch"] not in done]
+        open_batches = [e for n, e in self._live_batches().items() if n not in done]
         return open_batches[-1]["order_ids"] if open_batches and self.returncode != 0 else []
 
     @property
     def batches(self) -> list[dict]:
         """One dict per polled batch: number, record count, offsets [first, last] per partition."""
-        return [{k: e[k] for k in ("batch", "records", "offsets")} for e in self.events if e["event"] == "batch"]
+        return [{k: e[k] for k in ("batch", "records", "offsets")} for e in self._live_batches().values()]
+
+    @property
+    def put_back(self) -> int:
+        """How many times a polled batch was put back to be read again (its consumer group was rebalancing)."""
+        return sum(1 for e in self.events if e["event"] == "put_back")
 
     def line(self) -> str:
         n = self.batches_done

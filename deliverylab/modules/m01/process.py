@@ -4,6 +4,10 @@ The loop that polls a batch, hands it to the variant (consumers.py) and logs one
 line per event, so the notebook (harness.py) can tell afterwards what happened up to
 the moment the process died. It ends when the topic is drained, when it is told to stop
 (SIGTERM), when its armed crash kills it, or when the notebook that started it goes away.
+
+A batch polled while the consumer's group is rebalancing is put back (the loop seeks to its
+first records and polls again, logging "put_back"): Kafka would refuse its offset commit, and
+kafka-python's advice for that error is to poll and try again.
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
             log: Callable[[dict], None] = print, parent: processes.ParentWatch | None = None) -> dict:
     """The consumer loop (runs in the child process). Returns the end event it logged."""
     from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import CommitFailedError, RebalanceInProgressError
 
     spec = VARIANTS[check_variant(variant)]
     if crash is not None:
@@ -89,13 +94,26 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
             batch = [record for tp in sorted(polled) for record in polled[tp]]
             if not batch:
                 continue
+            if spec.uses_group and not group_is_stable(consumer):
+                # the group is rebalancing: a commit now would be refused, so read the batch again afterwards
+                put_back(consumer, polled)
+                log({"event": "put_back", "records": len(batch), "reason": "the consumer group is rebalancing"})
+                continue
             batches += 1
             crash_point.current_batch = batches
             log({"event": "batch", "batch": batches, "records": len(batch),
                  "offsets": {str(tp.partition): [rs[0].offset, rs[-1].offset] for tp, rs in sorted(polled.items()) if rs},
                  "order_ids": [order_of(record)["order_id"] for record in batch]})
             crash_point.maybe_crash("after_poll")
-            spec.handle(consumer, db, batch, crash_point)
+            try:
+                spec.handle(consumer, db, batch, crash_point)
+            except (CommitFailedError, RebalanceInProgressError) as refused:
+                # a rebalance began after the check above: what the variant did before the commit
+                # stays done (write_then_commit's rows: the batch will be written twice, as a crash would)
+                put_back(consumer, polled)
+                log({"event": "put_back", "batch": batches, "records": len(batch), "reason": type(refused).__name__})
+                batches -= 1  # the batch gets this number again when it is read again
+                continue
             records += len(batch)
             log({"event": "batch_done", "batch": batches})
             crash_point.maybe_crash("after_batch")
@@ -105,6 +123,23 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
     ended = {"event": "end", "reason": reason, "batches": batches, "records": records}
     log(ended)
     return ended
+
+
+def group_is_stable(consumer) -> bool:
+    """Has this consumer joined its group, with no rebalance under way? Only then does Kafka take its commits.
+
+    kafka-python has no public call for this; its coordinator's state is read (kafka-python is
+    pinned in requirements.txt, and tests/modules/test_m01_process.py checks this on a real group).
+    """
+    return consumer._coordinator.generation_if_stable() is not None
+
+
+def put_back(consumer, polled: dict) -> None:
+    """Make the next poll return these records again: seek each partition back to its first record polled."""
+    assigned = consumer.assignment()
+    for tp, polled_records in polled.items():
+        if polled_records and tp in assigned:
+            consumer.seek(tp, polled_records[0].offset)
 
 
 def _caught_up(consumer, end: dict) -> bool:

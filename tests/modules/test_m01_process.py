@@ -1,0 +1,105 @@
+"""Module 01's consumer loop when its group rebalances: a polled batch is put back and read again.
+
+kafka-python refuses an offset commit while the consumer's group is rebalancing. The loop
+(process.py) checks the group before a batch's first step and, if it is not stable, seeks
+back and polls again; the run log's "put_back" events keep the harness's counts right.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import deliverylab
+from deliverylab.modules.m01.harness import RunResult
+from deliverylab.modules.m01.process import group_is_stable, put_back
+
+ORDERS = 30
+
+
+# --------------------------------------------------------------------------- the run log, no broker
+
+
+def run_of(events, returncode=-9) -> RunResult:
+    return RunResult(variant="write_then_commit", returncode=returncode, crash=None, crash_batch=None,
+                     seconds=1.0, events=events, log_path="run.jsonl")
+
+
+def batch(n, ids, first=0):
+    return {"event": "batch", "batch": n, "records": len(ids), "offsets": {"0": [first, first + len(ids) - 1]},
+            "order_ids": ids}
+
+
+def test_a_batch_put_back_after_a_refused_commit_counts_once_under_its_number():
+    run = run_of([batch(1, ["o-1", "o-2"]), {"event": "batch_done", "batch": 1},
+                  batch(2, ["o-3", "o-4"], 2), {"event": "put_back", "batch": 2, "records": 2,
+                                                "reason": "RebalanceInProgressError"},
+                  {"event": "put_back", "records": 2, "reason": "the consumer group is rebalancing"},
+                  batch(2, ["o-3", "o-4"], 2), {"event": "batch_done", "batch": 2},
+                  batch(3, ["o-5"], 4)])
+    assert run.records_done == 4
+    assert run.batches_done == 2
+    assert run.in_flight_ids == ["o-5"]
+    assert [b["batch"] for b in run.batches] == [1, 2, 3]
+    assert run.put_back == 2
+
+
+def test_a_batch_put_back_and_not_read_again_is_not_in_flight():
+    run = run_of([batch(1, ["o-1"]), {"event": "batch_done", "batch": 1},
+                  batch(2, ["o-2"], 1), {"event": "put_back", "batch": 2, "records": 1, "reason": "CommitFailedError"}])
+    assert run.in_flight_ids == []
+    assert run.records_done == 1 and [b["batch"] for b in run.batches] == [1]
+
+
+# --------------------------------------------------------------------------- a real group
+
+
+@pytest.fixture(scope="module")
+def lesson():
+    lesson = deliverylab.setup("test-m01-process", quiet=True)
+    lesson.produce_orders(ORDERS, progress=False)
+    yield lesson
+    lesson.cleanup()
+
+
+def consumer_for(lesson, group):
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=lesson.bootstrap, group_id=group, enable_auto_commit=False,
+                             auto_offset_reset="earliest", max_poll_records=10)
+    consumer.subscribe([lesson.topic("orders")])
+    return consumer
+
+
+def poll_some(consumer, timeout_s=30) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        polled = consumer.poll(timeout_ms=200)
+        if polled:
+            return polled
+    raise AssertionError("no records polled")
+
+
+def test_a_group_is_stable_only_once_joined(lesson):
+    consumer = consumer_for(lesson, f"{lesson.topic_prefix}stable")
+    try:
+        assert not group_is_stable(consumer)  # subscribed, not joined yet
+        poll_some(consumer)
+        assert group_is_stable(consumer)
+    finally:
+        consumer.close(autocommit=False)
+
+
+def test_put_back_makes_the_next_poll_return_the_same_records(lesson):
+    consumer = consumer_for(lesson, f"{lesson.topic_prefix}put-back")
+    try:
+        first = poll_some(consumer)
+        put_back(consumer, first)
+        seen = {}  # partition -> first offset polled after put_back
+        deadline = time.monotonic() + 30
+        while not set(first) <= set(seen) and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=200).items():
+                seen.setdefault(tp, records[0].offset)
+        assert {tp: seen.get(tp) for tp in first} == {tp: records[0].offset for tp, records in first.items()}
+    finally:
+        consumer.close(autocommit=False)
