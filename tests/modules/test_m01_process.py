@@ -41,7 +41,7 @@ def test_a_batch_put_back_after_a_refused_commit_counts_once_under_its_number():
     assert run.batches_done == 2
     assert run.in_flight_ids == ["o-5"]
     assert [b["batch"] for b in run.batches] == [1, 2, 3]
-    assert run.put_back == 2
+    assert run.batches_put_back == 2
 
 
 def test_a_batch_put_back_and_not_read_again_is_not_in_flight():

@@ -105,7 +105,7 @@ class RunResult:
         return [{k: e[k] for k in ("batch", "records", "offsets")} for e in self._live_batches().values()]
 
     @property
-    def put_back(self) -> int:
+    def batches_put_back(self) -> int:
         """How many times a polled batch was put back to be read again (its consumer group was rebalancing)."""
         return sum(1 for e in self.events if e["event"] == "put_back")
 
