@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import broker, jars, kafka
 from ..config import CourseError, settings
-from .java import QUICK_JIT, java_executable
+from .java import QUICK_JIT, java_executable, version_text
 
 #: What the recording run does. Its last argument is a broker's address, or "" to leave Kafka out.
 RECORDING = """
@@ -58,7 +58,7 @@ jvm.wait()
 
 def path() -> Path:
     """Where the archive for this JDK, these jars and this recording lives (it may not exist)."""
-    output = subprocess.run([java_executable(), "-version"], capture_output=True, text=True).stderr
+    output = version_text(java_executable())
     # the JDK's version and build; not the VM line, whose mode changes with JIT options
     version = "\n".join(line for line in output.splitlines() if "version" in line or "Runtime Environment" in line)
     digest = hashlib.sha256((version + jars.stamp("spark") + RECORDING).encode()).hexdigest()[:12]

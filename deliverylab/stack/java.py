@@ -1,6 +1,7 @@
 """Finding a usable Java (a JDK 17 or newer; Spark 4.0 supports 17 and 21)."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -50,10 +51,15 @@ def parse_java_major(version_text: str) -> int:
     return major
 
 
-def java_major(java: str | None = None) -> int:
-    java = java or java_executable()
+@functools.lru_cache(maxsize=None)
+def version_text(java: str) -> str:
+    """What ``java -version`` prints (asked once per process: every Spark start needs it twice)."""
     out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    return parse_java_major(out.stderr + out.stdout)
+    return out.stderr + out.stdout
+
+
+def java_major(java: str | None = None) -> int:
+    return parse_java_major(version_text(java or java_executable()))
 
 
 def require_java() -> str:
