@@ -1,6 +1,6 @@
 """``python -m deliverylab <command>``: the course's command line.
 
-    setup                       resolve the JVM jars once (needs network once)
+    setup [--jars-only]         resolve the JVM jars once (needs network once), record the class archive
     stack up|down|status|reset|wipe
     doctor                      check Java, memory, ports, jars and the broker
     jupyter lab|stop            JupyterLab on lesson 00 (127.0.0.1, token on)
@@ -89,7 +89,8 @@ def _setup(args) -> int:
     from .stack import classarchive, jars
 
     jars.ensure_all()
-    classarchive.build()
+    if not args.jars_only:  # the Makefile resolves the jars while pip installs, then records the archive
+        classarchive.build()
     return 0
 
 
@@ -160,7 +161,10 @@ def _cluster(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m deliverylab", description="Exactly Once, For Real: course tools.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("setup", help="resolve the JVM jars into .state/jars (needs network once)").set_defaults(fn=_setup)
+    setup = sub.add_parser("setup", help="resolve the JVM jars into .state/jars (needs network once), "
+                                         "then record the class archive")
+    setup.add_argument("--jars-only", action="store_true", help="only the jars (they need pyspark, nothing else)")
+    setup.set_defaults(fn=_setup)
     stack = sub.add_parser("stack", help="control the local Kafka broker")
     stack.add_argument("action", choices=["up", "down", "status", "reset", "wipe", "kill-broker", "restart-broker"])
     stack.add_argument("node", nargs="?", type=int, help="with kill-broker/restart-broker: the broker's number (1-3)")

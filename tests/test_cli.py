@@ -20,3 +20,14 @@ def test_unknown_stack_action_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["stack", "sideways"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, archive_recorded", [(["setup"], True), (["setup", "--jars-only"], False)])
+def test_setup_resolves_the_jars_and_records_the_archive_unless_told_jars_only(monkeypatch, argv, archive_recorded):
+    from deliverylab.stack import classarchive, jars
+
+    calls = []
+    monkeypatch.setattr(jars, "ensure_all", lambda: calls.append("jars"))
+    monkeypatch.setattr(classarchive, "build", lambda: calls.append("archive"))
+    assert main(argv) == 0
+    assert calls == (["jars", "archive"] if archive_recorded else ["jars"])

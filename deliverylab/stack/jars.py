@@ -33,9 +33,14 @@ CRASH_HOOK_JAR = "deliverylab-crash-hook.jar"
 
 
 def pyspark_jars_dir() -> Path:
-    import pyspark
+    """pyspark's own jars, found without importing pyspark (the Makefile resolves jars while pip
+    is still installing packages an import of pyspark might reach for)."""
+    import importlib.util
 
-    return Path(pyspark.__file__).resolve().parent / "jars"
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise CourseError("pyspark is not installed in this Python; run `make setup`.")
+    return Path(list(spec.submodule_search_locations)[0]).resolve() / "jars"
 
 
 def _ivy_jar() -> Path:
