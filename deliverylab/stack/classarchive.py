@@ -56,6 +56,10 @@ jvm.wait()
 """
 
 
+#: The recording takes about 30 s on two cores; one that takes this long is given up.
+RECORDING_TIMEOUT_S = 600
+
+
 def path() -> Path:
     """Where the archive for this JDK, these jars and this recording lives (it may not exist)."""
     output = version_text(java_executable())
@@ -82,17 +86,19 @@ def build(log=print) -> Path | None:
         if bootstrap:
             kafka.ensure_topic(bootstrap, topic, partitions=1)  # the course's broker creates no topic by itself
         proc = subprocess.run([sys.executable, "-c", RECORDING, options, scratch, bootstrap, topic],
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=RECORDING_TIMEOUT_S)
         if bootstrap:
             kafka.delete_topics(bootstrap, [topic])
+        failure = "" if proc.returncode == 0 and archive.exists() else (proc.stdout + proc.stderr)[-800:]
+    except Exception as error:  # noqa: BLE001 - the archive is optional, whatever stopped its recording
+        failure = f"{type(error).__name__}: {error}"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if started_broker:
             broker.down(log=lambda msg: None)
-    if proc.returncode != 0 or not archive.exists():
+    if failure:
         archive.unlink(missing_ok=True)  # optional: Spark starts without it, only slower
-        log("could not record the class archive; Spark will start without it (slower):\n"
-            + (proc.stdout + proc.stderr)[-800:])
+        log("could not record the class archive; Spark will start without it (slower):\n" + failure)
         return None
     return archive
 

@@ -49,3 +49,30 @@ def test_a_driver_maps_kafka_and_delta_classes_from_the_archive(broker_up, tmp_p
         assert source(cls) == "shared objects file (top)", (cls, source(cls))
     from_kafka_jar = [line for line in lines if "kafka-clients" in line.split(" source: ")[-1]]
     assert len(from_kafka_jar) < 100, f"{len(from_kafka_jar)} classes of Kafka's client read from its jar"
+
+
+@pytest.mark.parametrize("problem", ["recording_times_out", "topic_cannot_be_created"])
+def test_a_recording_that_fails_leaves_spark_to_start_without_an_archive(monkeypatch, tmp_path, problem):
+    from types import SimpleNamespace
+
+    from deliverylab.config import CourseError
+
+    fake = SimpleNamespace(jars=tmp_path, state=tmp_path, lesson_prefix=lambda name: f"t-{name}-")
+    monkeypatch.setattr(classarchive, "settings", lambda: fake)  # never the real archive's folder
+    monkeypatch.setattr(classarchive, "path", lambda: tmp_path / "spark-classes-test.jsa")
+    monkeypatch.setattr(classarchive, "_a_broker", lambda log: ("127.0.0.1:1", False))
+    monkeypatch.setattr(kafka, "delete_topics", lambda *args: None)
+
+    def no_topic(*args, **kwargs):
+        raise CourseError("the broker did not answer")
+
+    def too_slow(command, **kwargs):
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"])
+
+    monkeypatch.setattr(kafka, "ensure_topic", no_topic if problem == "topic_cannot_be_created" else lambda *a, **k: None)
+    monkeypatch.setattr(classarchive.subprocess, "run", too_slow)
+    said = []
+    assert classarchive.build(log=said.append) is None
+    assert "Spark will start without it" in said[-1]
+    assert ("TimeoutExpired" if problem == "recording_times_out" else "the broker did not answer") in said[-1]
+    assert not (tmp_path / "spark-classes-test.jsa").exists()
