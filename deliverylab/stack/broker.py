@@ -9,6 +9,7 @@ uses an instructor's broker instead: ``up`` only checks that it answers, ``down`
 """
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import socket
@@ -160,6 +161,16 @@ def _java_cmd(s: Settings, java: str, main: str, *args: str, heap: str = HEAP) -
     ]
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id: a UUID in URL-safe base64, 22 characters. One in 64 such strings starts
+    with "-", which kafka-storage's argument parser takes for an option ("--cluster-id: expected one
+    argument"), so, like Kafka's own Uuid.randomUuid(), draw again until it does not."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
 def _format_storage(s: Settings, java: str) -> None:
     p = _paths(s)
     ports = f"controller={s.controller_port}"
@@ -172,12 +183,8 @@ def _format_storage(s: Settings, java: str) -> None:
                 "to start the broker from empty storage."
             )
         return
-    cluster_id = uuid.uuid4().bytes
-    import base64
-
-    cid = base64.urlsafe_b64encode(cluster_id).decode().rstrip("=")
     proc = subprocess.run(
-        _java_cmd(s, java, "kafka.tools.StorageTool", "format", "-t", cid, "-c", str(p["props"]),
+        _java_cmd(s, java, "kafka.tools.StorageTool", "format", "-t", new_cluster_id(), "-c", str(p["props"]),
                   "--standalone", "--ignore-formatted", heap="256m"),
         capture_output=True, text=True,
     )

@@ -25,13 +25,11 @@ The FLAKY listener of the single broker (stack/flaky.py) has no counterpart here
 """
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import signal
 import subprocess
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,7 +139,7 @@ def _format(s: Settings, java: str, nodes: list[int]) -> None:
     """Format the storage of the nodes that have none, all with the cluster's one id (in parallel)."""
     ids = paths(s)["cluster-id"]
     if not ids.exists():
-        ids.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
+        ids.write_text(broker.new_cluster_id() + "\n")
     cid = ids.read_text().strip()
     running = []
     for n in nodes:
