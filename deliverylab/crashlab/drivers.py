@@ -99,7 +99,10 @@ class DriverPool:
         # a new folder every time, never shared: two drivers reading one assignment would
         # both try to run it
         home = DriverHome(Path(tempfile.mkdtemp(prefix=f"d{next(self._numbers):03d}-", dir=self.root)))
-        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log)
+        home.tmp.mkdir()
+        # TMPDIR: Python's temporary files, and the JVM's through session.spark_conf
+        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log,
+                               env={"TMPDIR": str(home.tmp)})
         return Driver(home, proc)
 
     def take(self) -> Driver:

@@ -11,6 +11,9 @@ A **driver home** belongs to one driver process (a fresh one for every start and
     error.txt         the error's last lines, if the query or the driver failed
     dump.request      created by the notebook to ask for the rows of an in-memory sink
     dump.jsonl        the driver's answer
+    tmp/              its temporary files and its JVM's (Spark's scratch folders, the native
+                      libraries it unpacks): a SIGKILLed JVM cannot delete them, so they stay
+                      here, and go with the home, instead of piling up in /tmp
 
 A **pipeline folder** belongs to one pipeline of a lesson, across all its runs::
 
@@ -75,6 +78,10 @@ class DriverHome:
     @property
     def dump(self) -> Path:
         return self.path / "dump.jsonl"
+
+    @property
+    def tmp(self) -> Path:
+        return self.path / "tmp"
 
     def assign(self, spec: dict) -> None:
         write_atomically(self.assignment, json.dumps(spec, indent=1, sort_keys=True))

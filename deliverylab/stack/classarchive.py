@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import broker, jars, kafka
 from ..config import CourseError, settings
-from .java import QUICK_JIT, java_executable, version_text
+from .java import QUICK_JIT, java_executable, path_option, version_text
 
 #: What the recording run does. Its last argument is a broker's address, or "" to leave Kafka out.
 RECORDING = """
@@ -78,7 +78,8 @@ def build(log=print) -> Path | None:
         old.unlink()
     log("recording Spark's classes for faster JVM starts ...")
     scratch = tempfile.mkdtemp(prefix="class-archive-", dir=settings().state)
-    options = f"-Dderby.system.home={settings().state / 'derby'} {QUICK_JIT} -XX:ArchiveClassesAtExit={archive}"
+    options = " ".join((path_option("-Dderby.system.home", settings().state / "derby"), QUICK_JIT,
+                        path_option("-XX:ArchiveClassesAtExit", archive)))
     topic = settings().lesson_prefix("class-archive") + "orders"
     started_broker = False
     try:

@@ -22,6 +22,13 @@ SUPPORTED_JAVA = (17, 21)
 QUICK_JIT_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 QUICK_JIT = " ".join(QUICK_JIT_FLAGS)
 
+def path_option(option: str, path) -> str:
+    """``-Dname=<path>`` for an option string Spark splits at spaces (spark.driver.extraJavaOptions):
+    quoted when the path has a space, as a course folder such as ``~/My Courses/eo`` does."""
+    text = f"{option}={path}"
+    return f'"{text}"' if any(c.isspace() for c in text) else text
+
+
 FIX_JAVA = (
     "Install a Java 17 or newer JDK (for example `sudo apt-get install openjdk-17-jdk`, "
     "`brew install openjdk@17`, or Temurin 17 from adoptium) and put its `bin` first on PATH, "

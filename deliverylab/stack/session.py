@@ -35,7 +35,7 @@ from pathlib import Path
 
 from . import classarchive, jars
 from ..config import HOST, CourseError, settings
-from .java import QUICK_JIT, require_java
+from .java import QUICK_JIT, path_option, require_java
 
 _session = None
 
@@ -62,7 +62,7 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.warehouse.dir": str(s.state / "warehouse"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={s.state / 'derby'} {QUICK_JIT}",
+        "spark.driver.extraJavaOptions": f"{path_option('-Dderby.system.home', s.state / 'derby')} {QUICK_JIT}",
         "spark.sql.session.timeZone": "UTC",
         # Delta rebuilds a table's state with this many tasks (default 50): tiny tables, two cores
         "spark.databricks.delta.snapshotPartitions": "2",
@@ -78,7 +78,9 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         conf.update(app_conf())
     archive = classarchive.path()
     if archive.exists():
-        conf["spark.driver.extraJavaOptions"] += f" -XX:SharedArchiveFile={archive}"
+        conf["spark.driver.extraJavaOptions"] += " " + path_option("-XX:SharedArchiveFile", archive)
+    if os.environ.get("TMPDIR"):  # the JVM ignores TMPDIR; Spark's scratch space defaults to java.io.tmpdir
+        conf["spark.driver.extraJavaOptions"] += " " + path_option("-Djava.io.tmpdir", os.environ["TMPDIR"])
     conf.update(extra or {})
     return conf
 

@@ -59,6 +59,20 @@ def test_a_standby_skips_its_warm_up_when_the_setting_says_so(monkeypatch, tmp_p
         pool.shutdown()
 
 
+def test_a_driver_keeps_its_temporary_files_in_its_home_not_in_tmp(monkeypatch, tmp_path):
+    # a SIGKILLed JVM cannot delete its scratch folders and unpacked native libraries
+    monkeypatch.setenv("DELIVERYLAB_STANDBY_WARM_UP", "0")
+    pool = drivers.DriverPool(tmp_path / "pool", standby=1)
+    pool.fill()
+    try:
+        standby = pool._ready[0]
+        _wait_until_warm(pool, standby)
+        scratch = [p.name for p in standby.home.tmp.iterdir()]
+        assert any(name.startswith("blockmgr-") for name in scratch), scratch  # Spark's, under java.io.tmpdir
+    finally:
+        pool.shutdown()
+
+
 def test_a_standby_assigned_a_pipeline_skips_what_is_left_of_its_warm_up(tmp_path):
     from deliverylab.crashlab import driver
 

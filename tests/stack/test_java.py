@@ -38,3 +38,14 @@ def test_missing_java_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(CourseError, match="No `java` found on PATH"):
         jvm.require_java()
+
+
+def test_a_path_option_survives_being_split_at_spaces():
+    # Spark splits spark.driver.extraJavaOptions at spaces, honouring double quotes (as a shell does)
+    import shlex
+
+    plain = jvm.path_option("-Dderby.system.home", "/home/ada/eo/.state/derby")
+    spaced = jvm.path_option("-XX:SharedArchiveFile", "/home/ada/My Courses/eo/x.jsa")
+    assert plain == "-Dderby.system.home=/home/ada/eo/.state/derby"
+    assert shlex.split(f"{plain} {spaced} -XX:TieredStopAtLevel=1") == [
+        plain, "-XX:SharedArchiveFile=/home/ada/My Courses/eo/x.jsa", "-XX:TieredStopAtLevel=1"]
