@@ -177,6 +177,12 @@ def test_an_idle_query_asks_its_source_for_new_data_a_few_times_a_second_not_a_h
     assert conf["spark.sql.streaming.pollingDelay"] == session.POLLING_DELAY == "250ms"
 
 
+def test_kernels_and_drivers_run_queries_interpreted():
+    for conf in kernel_and_driver_confs():
+        assert conf["spark.sql.codegen.wholeStage"] == "false"
+        assert conf["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
+
+
 def test_kernels_and_drivers_list_a_table_s_files_with_two_tasks():
     for conf in kernel_and_driver_confs():
         assert conf["spark.sql.sources.parallelPartitionDiscovery.parallelism"] == session.LISTING_PARALLELISM == "2"

@@ -46,6 +46,18 @@ def test_the_running_session_waits_between_polls_of_an_idle_source(spark):
     assert spark.conf.get("spark.sql.streaming.pollingDelay") == session.POLLING_DELAY
 
 
+def test_the_running_session_compiles_no_code_for_a_query(spark):
+    """Spark's default compiles about twenty generated classes for this query (Janino, in the JVM)."""
+    from pyspark import SparkContext
+
+    compilations = SparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    before = compilations.getCount()
+    rows = spark.range(100).selectExpr("id % 7 AS k", "CAST(id AS DECIMAL(10,2)) AS amount")
+    assert len(rows.groupBy("k").agg({"amount": "sum"}).collect()) == 7
+    assert len(rows.dropDuplicates(["k"]).collect()) == 7
+    assert compilations.getCount() - before <= 2  # the Spark default: 20 (measured with the setting unset)
+
+
 def test_the_running_session_keeps_room_for_compiled_code(spark):
     """With the quick JIT tier alone a JVM reserves 48 MB for compiled code; a long-lived session filled it and died."""
     from pyspark import SparkContext
