@@ -44,7 +44,7 @@ def _wait_until_warm(pool, standby) -> None:
     assert standby.warm and standby.running, standby.error_tail()
 
 
-def test_a_standby_skips_its_warm_up_when_the_setting_says_so(monkeypatch, tmp_path):
+def test_a_standby_skips_its_warm_up_when_the_setting_says_so_and_keeps_its_scratch_at_home(monkeypatch, tmp_path):
     # the warm-up itself (setting "1", the learner's default) is checked by
     # test_a_standby_is_ready_before_it_is_needed, on the standby a pipeline then takes
     monkeypatch.setenv("DELIVERYLAB_STANDBY_WARM_UP", "0")  # a driver reads it when it starts
@@ -55,18 +55,8 @@ def test_a_standby_skips_its_warm_up_when_the_setting_says_so(monkeypatch, tmp_p
         _wait_until_warm(pool, standby)
         assert "standby warmed up in" not in standby.home.log.read_text()
         assert not (standby.home.path / "warm-up").exists()
-    finally:
-        pool.shutdown()
-
-
-def test_a_driver_keeps_its_temporary_files_in_its_home_not_in_tmp(monkeypatch, tmp_path):
-    # a SIGKILLed JVM cannot delete its scratch folders and unpacked native libraries
-    monkeypatch.setenv("DELIVERYLAB_STANDBY_WARM_UP", "0")
-    pool = drivers.DriverPool(tmp_path / "pool", standby=1)
-    pool.fill()
-    try:
-        standby = pool._ready[0]
-        _wait_until_warm(pool, standby)
+        # its temporary files stay in its home, not in /tmp: a SIGKILLed JVM cannot delete
+        # its scratch folders and unpacked native libraries
         scratch = [p.name for p in standby.home.tmp.iterdir()]
         assert any(name.startswith("blockmgr-") for name in scratch), scratch  # Spark's, under java.io.tmpdir
     finally:
