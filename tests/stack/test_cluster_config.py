@@ -177,8 +177,9 @@ def test_an_idle_query_asks_its_source_for_new_data_a_few_times_a_second_not_a_h
     assert conf["spark.sql.streaming.pollingDelay"] == session.POLLING_DELAY == "250ms"
 
 
-def test_kernels_and_drivers_run_queries_interpreted():
+def test_kernels_and_drivers_run_queries_interpreted_with_one_shuffle_partition():
     for conf in kernel_and_driver_confs():
+        assert conf["spark.sql.shuffle.partitions"] == session.SHUFFLE_PARTITIONS == "1"
         assert conf["spark.sql.codegen.wholeStage"] == "false"
         assert conf["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
 
