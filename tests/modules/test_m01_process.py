@@ -12,6 +12,8 @@ import pytest
 
 import deliverylab
 from deliverylab.modules.m01.harness import RunResult
+from deliverylab.config import CourseError
+from deliverylab.modules.m01 import process
 from deliverylab.modules.m01.process import group_is_stable, put_back
 
 ORDERS = 30
@@ -103,3 +105,66 @@ def test_put_back_makes_the_next_poll_return_the_same_records(lesson):
         assert {tp: seen.get(tp) for tp in first} == {tp: records[0].offset for tp, records in first.items()}
     finally:
         consumer.close(autocommit=False)
+
+
+def _stuck_rebalancing(consumer) -> None:
+    """The state a make test run's consumer was left in: kafka-python's coordinator says
+    "rebalancing", and no rejoin is scheduled."""
+    from kafka.coordinator.base import MemberState
+
+    with consumer._coordinator._lock:
+        consumer._coordinator.state = MemberState.REBALANCING
+    assert not consumer._coordinator.need_rejoin()
+
+
+def test_polling_alone_never_settles_a_group_stuck_rebalancing_but_put_back_does(lesson):
+    consumer = consumer_for(lesson, f"{lesson.topic_prefix}stuck")
+    try:
+        poll_some(consumer)
+        _stuck_rebalancing(consumer)
+        polled = {}
+        for _ in range(5):  # kafka-python keeps handing out records and never rejoins by itself
+            polled = consumer.poll(timeout_ms=200) or polled
+            assert not group_is_stable(consumer)
+        assert polled, "no records while stuck: the loop would not have spun"
+        put_back(consumer, polled)
+        deadline = time.monotonic() + 30
+        while not group_is_stable(consumer) and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+        assert group_is_stable(consumer)
+    finally:
+        consumer.close(autocommit=False)
+
+
+def _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, group: str, always: bool) -> list[dict]:
+    """Run the real loop (commit_then_write) in this process; its consumer gets stuck once (or every time) it has joined."""
+    import kafka
+
+    class StuckOnce(kafka.KafkaConsumer):
+        stuck = 0
+
+        def poll(self, *args, **kwargs):
+            polled = super().poll(*args, **kwargs)
+            if polled and group_is_stable(self) and (always or not StuckOnce.stuck):
+                StuckOnce.stuck += 1
+                _stuck_rebalancing(self)
+            return polled
+
+    monkeypatch.setattr(kafka, "KafkaConsumer", StuckOnce)
+    events = []
+    process.consume("commit_then_write", bootstrap=lesson.bootstrap, topic=lesson.topic("orders"), group=group,
+                    db_path=lesson.folder / f"{group.rsplit('.', 1)[-1]}.sqlite", batch_size=10, until_drained=True,
+                    log=events.append)
+    return events
+
+
+def test_the_loop_gets_through_a_group_stuck_rebalancing(lesson, monkeypatch):
+    events = _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, f"{lesson.topic_prefix}loop", always=False)
+    assert [e["event"] for e in events].count("put_back") >= 1
+    assert events[-1] == {"event": "end", "reason": "drained", "batches": 3, "records": ORDERS}
+
+
+def test_the_loop_stops_with_a_clear_error_if_the_group_never_settles(lesson, monkeypatch):
+    monkeypatch.setattr(process, "MAX_PUT_BACKS", 5)
+    with pytest.raises(CourseError, match="kept rebalancing: 5 batches in a row"):
+        _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, f"{lesson.topic_prefix}never", always=True)

@@ -7,7 +7,11 @@ the moment the process died. It ends when the topic is drained, when it is told 
 
 A batch polled while the consumer's group is rebalancing is put back (the loop seeks to its
 first records and polls again, logging "put_back"): Kafka would refuse its offset commit, and
-kafka-python's advice for that error is to poll and try again.
+kafka-python's advice for that error is to poll and try again. Polling alone is not always
+enough: kafka-python (3.0.12) can be left in its rebalancing state with no rejoin scheduled,
+and then every poll returns records while the group never settles (a make test run spun like
+that for 60 s). So the loop also asks the consumer to rejoin, which the next poll does, and it
+gives up with an error after ``MAX_PUT_BACKS`` batches in a row were put back.
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ from ...stack import processes
 from .consumers import CRASH_MOMENTS, VARIANTS, CrashPoint, check_moment, check_variant, order_of
 
 DEFAULT_BATCH_SIZE = 100
+#: Batches in a row put back before the loop stops with an error (a poll takes at most 200 ms).
+MAX_PUT_BACKS = 100
 
 
 # --------------------------------------------------------------------------- the consumer process
@@ -72,7 +78,7 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
         max_poll_records=batch_size,
         allow_auto_create_topics=False,
     )
-    batches = records = 0
+    batches = records = put_backs = 0
     reason = "stopped"
     try:
         partitions = consumer.partitions_for_topic(topic)
@@ -98,6 +104,7 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
                 # the group is rebalancing: a commit now would be refused, so read the batch again afterwards
                 put_back(consumer, polled)
                 log({"event": "put_back", "records": len(batch), "reason": "the consumer group is rebalancing"})
+                put_backs = _count_put_back(put_backs, group)
                 continue
             batches += 1
             crash_point.current_batch = batches
@@ -113,8 +120,10 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
                 put_back(consumer, polled)
                 log({"event": "put_back", "batch": batches, "records": len(batch), "reason": type(refused).__name__})
                 batches -= 1  # the batch gets this number again when it is read again
+                put_backs = _count_put_back(put_backs, group)
                 continue
             records += len(batch)
+            put_backs = 0
             log({"event": "batch_done", "batch": batches})
             crash_point.maybe_crash("after_batch")
     finally:
@@ -135,11 +144,23 @@ def group_is_stable(consumer) -> bool:
 
 
 def put_back(consumer, polled: dict) -> None:
-    """Make the next poll return these records again: seek each partition back to its first record polled."""
+    """Make the next poll return these records again (each partition seeks back to its first record
+    polled), and the group settle first: the consumer is asked to rejoin its group, which the next
+    poll does before it fetches (kafka-python's coordinator, see the module's docstring)."""
     assigned = consumer.assignment()
     for tp, polled_records in polled.items():
         if polled_records and tp in assigned:
             consumer.seek(tp, polled_records[0].offset)
+    if consumer.config["group_id"] is not None:
+        consumer._coordinator.request_rejoin()
+
+
+def _count_put_back(put_backs: int, group: str) -> int:
+    put_backs += 1
+    if put_backs >= MAX_PUT_BACKS:
+        raise CourseError(f"The consumer group {group!r} kept rebalancing: {put_backs} batches in a row were read "
+                          "and put back. Check the broker (`python -m deliverylab stack status`) and run the cell again.")
+    return put_backs
 
 
 def _caught_up(consumer, end: dict) -> bool:
