@@ -1,7 +1,9 @@
 """The course's SparkSession: one per Python process, local, quiet, with Delta and Kafka.
 
-Jars come from the project-local cache through ``spark.jars`` (resolved once by
-``make setup``), so starting Spark never touches the network.
+Jars come from the project-local cache (resolved once by ``make setup``), so starting Spark
+never touches the network. They are on the driver's own class path; on a cluster they also go
+to the executors through ``spark.jars``. In local mode the one JVM has them already, and
+``spark.jars`` would only make each JVM copy them into a scratch folder as it starts.
 
 The JVM's own output (its start-up warnings, log4j lines) goes to a log file in the state
 folder, not to the notebook: JupyterLab would show it in a red stderr box that a newcomer
@@ -73,7 +75,6 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         "spark.driver.memory": "1g",
         "spark.driver.host": HOST,
         "spark.driver.bindAddress": HOST,
-        "spark.jars": ",".join(str(p) for p in jars.jars("spark")),  # executors on a cluster need them too
         "spark.driver.extraClassPath": os.pathsep.join(str(p) for p in jars.jars("spark")),  # see above
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -93,6 +94,7 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         from .cluster import app_conf
 
         conf.update(app_conf())
+        conf["spark.jars"] = ",".join(str(p) for p in jars.jars("spark"))  # the executors' copy
     archive = classarchive.path()
     if archive.exists():
         conf["spark.driver.extraJavaOptions"] += " " + path_option("-XX:SharedArchiveFile", archive)

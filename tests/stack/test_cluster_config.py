@@ -15,6 +15,8 @@ def test_the_spark_master_is_local_by_default(monkeypatch):
     conf = session.spark_conf()
     assert conf["spark.master"] == "local[2]"
     assert "spark.executor.memory" not in conf and "spark.cores.max" not in conf
+    # one JVM, which has the course's jars on its class path: no copy of them for executors
+    assert "spark.jars" not in conf and "delta-spark" in conf["spark.driver.extraClassPath"]
 
 
 def test_the_spark_master_comes_from_the_environment_and_sizes_the_executors(monkeypatch):
@@ -25,6 +27,7 @@ def test_the_spark_master_comes_from_the_environment_and_sizes_the_executors(mon
     assert conf["spark.master"] == "spark://127.0.0.1:7077"
     assert conf["spark.executor.memory"] == "512m" and conf["spark.cores.max"] == "1"
     assert conf["spark.executorEnv.X"] == "1"  # a crash-lab driver's own settings still reach the executors
+    assert conf["spark.jars"].split(",") == conf["spark.driver.extraClassPath"].split(":")  # the executors' copy
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[4,3]", "spark://127.0.0.1:7077",
