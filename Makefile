@@ -18,8 +18,8 @@ NBVAL := $(NBVAL_ONE_BY_ONE) -n $(NBVAL_WORKERS) --dist loadscope
 CLUSTER_NOTEBOOKS := --ignore-glob='*/09-*.ipynb'
 # Unit tests run UNIT_WORKERS at a time, a file per worker: the crash-point grid (tests/crashlab/test_chaos.py)
 # keeps both cores busy for minutes while the other tests, which mostly wait on the broker, use about
-# half a core; side by side they finish about a minute sooner. A test that stops the broker
-# (marked restarts_broker) runs alone afterwards. UNIT_WORKERS=0 runs them one by one.
+# half a core; side by side they finish about a minute sooner. The test that stops and starts a
+# broker does it to one of its own. UNIT_WORKERS=0 runs them one by one.
 UNIT_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -rs
 PIP_INSTALL := $(VENV)/bin/pip install --quiet --disable-pip-version-check --no-compile
@@ -57,8 +57,7 @@ test: setup
 	$(PY) -m deliverylab stack up
 	@rm -rf .state/executed; status=0; export DELIVERYLAB_STANDBY_WARM_UP=0; \
 	$(PY) -m deliverylab labs check || status=1; \
-	$(PYTEST) -n $(UNIT_WORKERS) --dist loadfile --ignore=tests/browser -m "not cluster and not restarts_broker" tests || status=1; \
-	$(PYTEST) -m restarts_broker --ignore=tests/browser tests || status=1; \
+	$(PYTEST) -n $(UNIT_WORKERS) --dist loadfile --ignore=tests/browser -m "not cluster" tests || status=1; \
 	DELIVERYLAB_REDUCED=1 $(PYTEST) $(NBVAL) $(CLUSTER_NOTEBOOKS) $(NOTEBOOK_DIRS) || status=1; \
 	$(PYTEST) tests/browser || status=1; \
 	$(PY) -m deliverylab.stack.nbcapture; \
