@@ -107,21 +107,27 @@ def test_put_back_makes_the_next_poll_return_the_same_records(lesson):
         consumer.close(autocommit=False)
 
 
-def _stuck_rebalancing(consumer) -> None:
-    """The state a make test run's consumer was left in: kafka-python's coordinator says
-    "rebalancing", and no rejoin is scheduled."""
+def _stuck_rebalancing(consumer) -> bool:
+    """Put the consumer in the state a make test run's consumer was left in: kafka-python's
+    coordinator says "rebalancing", and no rejoin is scheduled. False (nothing changed) when a
+    rejoin is already scheduled, e.g. a heartbeat just heard that the broker is rebalancing the
+    group: that consumer rejoins on its next poll, it is not stuck."""
     from kafka.coordinator.base import MemberState
 
     with consumer._coordinator._lock:
+        if consumer._coordinator.need_rejoin():
+            return False
         consumer._coordinator.state = MemberState.REBALANCING
-    assert not consumer._coordinator.need_rejoin()
+    return True
 
 
 def test_polling_alone_never_settles_a_group_stuck_rebalancing_but_put_back_does(lesson):
     consumer = consumer_for(lesson, f"{lesson.topic_prefix}stuck")
     try:
-        poll_some(consumer)
-        _stuck_rebalancing(consumer)
+        deadline = time.monotonic() + 30
+        while not (poll_some(consumer) and group_is_stable(consumer) and _stuck_rebalancing(consumer)):
+            assert time.monotonic() < deadline, "the group never settled with no rejoin scheduled"
+            consumer.seek_to_beginning()  # records left for the polls below
         polled = {}
         for _ in range(5):  # kafka-python keeps handing out records and never rejoins by itself
             polled = consumer.poll(timeout_ms=200) or polled
@@ -145,9 +151,8 @@ def _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, group: str, al
 
         def poll(self, *args, **kwargs):
             polled = super().poll(*args, **kwargs)
-            if polled and group_is_stable(self) and (always or not StuckOnce.stuck):
+            if polled and group_is_stable(self) and (always or not StuckOnce.stuck) and _stuck_rebalancing(self):
                 StuckOnce.stuck += 1
-                _stuck_rebalancing(self)
             return polled
 
     monkeypatch.setattr(kafka, "KafkaConsumer", StuckOnce)
