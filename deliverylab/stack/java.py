@@ -22,6 +22,7 @@ SUPPORTED_JAVA = (17, 21)
 QUICK_JIT_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 QUICK_JIT = " ".join(QUICK_JIT_FLAGS)
 
+
 def path_option(option: str, path) -> str:
     """``-Dname=<path>`` for an option string Spark splits at spaces (spark.driver.extraJavaOptions):
     quoted when the path has a space, as a course folder such as ``~/My Courses/eo`` does."""
