@@ -5,6 +5,8 @@
     feed     LineFeed: a TCP server on 127.0.0.1 that sends each line once (the far end of the
              socket source, a source Spark cannot replay)
     ranges   a batch's offset range as Spark reported it (progress) and as a learner wrote it
+    limits   how maxOffsetsPerTrigger shares a batch out between partitions (share_out), and topics
+             whose partitions are filled, or added, by hand
     lab      the lab's checks, one function per exercise
 
     from deliverylab.modules import m02
@@ -13,7 +15,9 @@
 from .feed import LineFeed, wait_until
 from .groups import (SPARK_GROUP_PREFIX, checkpoint_lag, group_lag, groups_reading, read_and_commit,
                      spark_named_groups)
+from .limits import add_partition, fill_partitions, rows_per_batch, share_out, write_to_partition
 from .ranges import reported_range, spark_range
 
-__all__ = ["LineFeed", "SPARK_GROUP_PREFIX", "checkpoint_lag", "group_lag", "groups_reading", "read_and_commit",
-           "reported_range", "spark_named_groups", "spark_range", "wait_until"]
+__all__ = ["LineFeed", "SPARK_GROUP_PREFIX", "add_partition", "checkpoint_lag", "fill_partitions", "group_lag",
+           "groups_reading", "read_and_commit", "reported_range", "rows_per_batch", "share_out", "spark_named_groups",
+           "spark_range", "wait_until", "write_to_partition"]

@@ -2,6 +2,9 @@
 
     checkpoint_folder(query)   the folder Spark resolved for the query: the one you gave, or the
                                temporary folder it made up when you gave none
+    rows_read(query)           how many rows the query's run read, by its progress reports
+    subfolders(path)           the folders directly under ``path`` (the queries' checkpoints under a
+                               session-wide spark.sql.streaming.checkpointLocation)
 
 PySpark's ``StreamingQuery`` does not expose this, so it is read from the JVM object behind
 it (``StreamExecution.resolvedCheckpointRoot``, Spark 4.0). Only for looking: nothing here
@@ -9,6 +12,7 @@ changes a query.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ...config import CourseError
@@ -22,3 +26,14 @@ def checkpoint_folder(query) -> str:
         raise CourseError(f"Cannot read the checkpoint folder of {type(query).__name__}: pass the StreamingQuery "
                           f"that writeStream...start() returned ({error}).") from None
     return unquote(urlparse(root).path) if root.startswith("file:") else root
+
+
+def rows_read(query) -> int:
+    """The rows ``query`` read in this run, summed over its progress reports."""
+    return sum(int(p["numInputRows"]) for p in query.recentProgress)
+
+
+def subfolders(path) -> list[str]:
+    """The names of the folders directly under ``path``, sorted ([] if it does not exist)."""
+    folder = Path(path)
+    return sorted(f.name for f in folder.iterdir() if f.is_dir()) if folder.is_dir() else []
