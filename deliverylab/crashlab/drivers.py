@@ -6,7 +6,10 @@ would spend most of its time there, so the notebook keeps one driver *booted ahe
 need*: a standby that has its SparkSession but no query. When a pipeline starts or
 restarts, it takes the standby (a brand-new process, with nothing in memory from the
 crashed one) and gives it the pipeline to run; recovery from the checkpoint is all that
-is left to do. A new standby starts booting at once, for the next time. While it waits,
+is left to do. The next standby starts booting when a crash is armed (pipeline.py): a crash
+is what a restart follows, and the crash itself takes the seconds the boot needs. Taking a
+standby does not start another: after a lesson's last restart, one would boot for nothing
+(about 26 such boots in a `make test`, some 3 CPU-seconds each). While it waits,
 a standby also runs a Delta write and a stream once (a warm-up, driver.py), unless
 DELIVERYLAB_STANDBY_WARM_UP=0 (config.py): on a learner's idle machine that makes a
 restart 1-2 s quicker; on a test run's busy cores it only takes CPU from the tests.
@@ -106,13 +109,12 @@ class DriverPool:
         return Driver(home, proc)
 
     def take(self) -> Driver:
-        """A driver for a pipeline run: the warmest standby, else a new process. Then refill."""
+        """A driver for a pipeline run: the warmest standby, else a new process. No refill here:
+        the next standby starts with the next crash (``fill``), which is what a restart follows."""
         with self._lock:
             self._ready = [d for d in self._ready if d.running]  # forget standbys that ended
             self._ready.sort(key=lambda d: not d.warm)
-            driver = self._ready.pop(0) if self._ready else self._spawn()
-            self._fill()
-        return driver
+            return self._ready.pop(0) if self._ready else self._spawn()
 
     def wait_until_ready(self, timeout_s: float = 120) -> bool:
         """Wait (at most ``timeout_s``) until every standby is ready; ``True`` if they all are."""

@@ -291,6 +291,7 @@ class Pipeline(PipelineRecord):
         if not self.running:
             raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before arming a crash.")
         crashpoints.arm(self.driver.home.crash, point, batch, extra=self.variant.crash_points)
+        drivers.pool().fill()  # the restart's driver boots while the crash is on its way
 
     def crash(self, point: str, batch: int | None = None, orders: int = 500) -> Crash:
         """Crash the driver at ``point`` and return what happened.
@@ -304,6 +305,7 @@ class Pipeline(PipelineRecord):
         if not self.running:
             raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before crashing it.")
         if point == crashpoints.CRASH_NOW:
+            drivers.pool().fill()  # for the restart that follows
             self.driver.kill()
             offsets, commits = self.batch_ids()
             open_batches = sorted(offsets - commits)

@@ -84,8 +84,12 @@ def test_a_standby_is_ready_before_it_is_needed(lesson, monkeypatch):
     try:
         assert pipe.pid == standby.pid  # the standby became this pipeline's driver
         assert time.monotonic() - started < 15
+        assert drivers.pool()._ready == []  # taking a standby boots no other: a restart may never come
+        pipe.arm("after_sink_write")  # a crash is what a restart follows: the next standby boots now
+        assert [d.running for d in drivers.pool()._ready] == [True]
     finally:
         pipe.stop()
+        drivers.pool().shutdown()
 
 
 def test_drivers_end_when_the_notebook_process_ends(lesson):
