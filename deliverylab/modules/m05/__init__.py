@@ -1,6 +1,8 @@
 """Module 05, exactly-once sinks.
 
-    merges      MERGE on order_id in the kernel: duplicate keys in a batch, deterministic columns, replays
+    merges      MERGE in the kernel: duplicate keys in a batch, deterministic columns, a relative
+                update, Delta's txnAppId/txnVersion session settings, replays
+    sqlreplay   the lab's note after exercise 3: one transaction vs a key, after two kinds of crash (SQLite)
     scenarios   the lesson's and lab's runs in one call: a crash and a replay, a new checkpoint
     lab         the lab's checks, one function per exercise
 
@@ -8,6 +10,6 @@ The pipelines the lesson crashes are variants of the crash lab (crashlab/variant
 delta_sink, file_sink, delta_txn, delta_txn_per_checkpoint, control_table_after,
 control_table_atomic, two_phase_commit, sqlite_upsert).
 """
-from . import lab, merges, scenarios
+from . import lab, merges, scenarios, sqlreplay
 
-__all__ = ["lab", "merges", "scenarios"]
+__all__ = ["lab", "merges", "scenarios", "sqlreplay"]

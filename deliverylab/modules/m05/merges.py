@@ -1,11 +1,15 @@
 """MERGE on order_id, run in the kernel's Spark on small batches of order events.
 
 A replay of a foreachBatch is the same function called again with the same batch: here we
-call it twice on purpose and compare the table after each call.
+call it twice on purpose and compare the table after each call. None of these MERGEs records a
+batch id: a replay is harmless only when the MERGE is idempotent, or when Delta's session
+settings ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` make it skip the batch.
 """
 from __future__ import annotations
 
 import hashlib
+
+from ... import deltalog
 
 EVENT_COLUMNS = "order_id STRING, customer_id STRING, amount DECIMAL(10,2), status STRING, event_time TIMESTAMP"
 
@@ -80,3 +84,45 @@ def merge_error(error: Exception) -> str:
 
     found = re.search(r"\[([A-Z_]+)\]", str(error))
     return found.group(1) if found else type(error).__name__
+
+
+# ---------------------------------------------------------------------------
+# a relative MERGE (a running total), and Delta's session settings that let a MERGE skip a replay
+# ---------------------------------------------------------------------------
+TOTAL_COLUMNS = "customer_id STRING, total DECIMAL(12,2)"
+
+
+def payments(spark, rows: list[tuple[str, str]]):
+    """A batch of ``(customer_id, amount)`` payments, one row per customer."""
+    from decimal import Decimal
+
+    return spark.createDataFrame([(c, Decimal(a)) for c, a in rows], "customer_id STRING, amount DECIMAL(10,2)")
+
+
+def empty_totals(spark, path: str) -> str:
+    """A fresh, empty Delta table of running totals per customer at ``path``."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+    spark.createDataFrame([], TOTAL_COLUMNS).write.format("delta").save(path)
+    return path
+
+
+def add_amounts(spark, table: str, batch) -> None:
+    """MERGE that ADDS each payment to the customer's total: the new value depends on the old one."""
+    from delta.tables import DeltaTable
+
+    (DeltaTable.forPath(spark, table).alias("t")
+        .merge(batch.alias("s"), "t.customer_id = s.customer_id")
+        .whenMatchedUpdate(set={"total": "t.total + s.amount"})
+        .whenNotMatchedInsert(values={"customer_id": "s.customer_id", "total": "s.amount"})
+        .execute())
+
+
+def totals(spark, table: str) -> dict[str, str]:
+    return {r.customer_id: str(r.total) for r in sorted(spark.read.format("delta").load(table).collect())}
+
+
+def table_versions(table: str) -> int:
+    """How many commits the table's ``_delta_log`` holds (read from the folder, no Spark)."""
+    return len(deltalog.commit_files(table))
