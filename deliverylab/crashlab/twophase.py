@@ -3,15 +3,19 @@
     <folder>/staging/epoch=<N>/rows.jsonl    phase 1, stage(): written where readers never look
     <folder>/published/epoch=<N>/            phase 2, publish(): ONE rename moves the staged folder here
 
-A rename within one file system is atomic: a reader lists the epoch's folder whole or not
-at all. ``stage`` first throws away whatever a crashed attempt left in ``staging/epoch=N``;
+On one POSIX or HDFS file system a rename is atomic: a reader lists the epoch's folder whole
+or not at all. Not on an object store (S3, GCS, Azure Blob through Hadoop's connectors): there a
+folder "rename" copies and deletes file by file, so a reader can see part of an epoch.
+``stage`` first throws away whatever a crashed attempt left in ``staging/epoch=N``;
 ``publish`` does nothing when ``published/epoch=N`` exists, so publishing an epoch twice
 (a replay after a crash between publish and Spark's commit) changes nothing. The epoch is
 the micro-batch id: a replay of batch N stages and publishes epoch N again.
 
-Readers (:func:`read_published`) see published epochs only. This is the shape of every
-exactly-once sink: Delta's commit, the file sink's ``_spark_metadata`` and a Kafka
-transaction all stage output invisibly, then make it visible in one atomic step.
+Readers (:func:`read_published`) see published epochs only. This is the shape of the sinks
+that recognise a batch they already committed: Delta's commit, the file sink's
+``_spark_metadata`` and a Kafka transaction all stage output where readers that honour the log
+do not look, then make it visible in one atomic step that records the batch. A MERGE or an
+upsert on a key records no batch id: it is safe another way, by being idempotent.
 """
 from __future__ import annotations
 
@@ -39,7 +43,8 @@ def stage(folder: str | Path, epoch: int, rows: Iterable[dict]) -> Path:
 
 
 def publish(folder: str | Path, epoch: int) -> bool:
-    """Phase 2: make the staged epoch visible in one atomic rename. False if it was published already."""
+    """Phase 2: make the staged epoch visible in one rename (atomic on one POSIX/HDFS file system).
+    False if it was published already."""
     published = _epoch_dir(folder, PUBLISHED, epoch)
     staged = _epoch_dir(folder, STAGING, epoch)
     if published.exists():
