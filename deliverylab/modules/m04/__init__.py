@@ -2,6 +2,8 @@
 
     retries      duplicates at the source: a producer retry through the flaky network, and copies
                  with chosen event times
+    defaults     is a kafka-python producer idempotent? Its defaults, and the settings that switch
+                 idempotence off (asked of the broker: the producer ids it holds)
     duplicates   source duplicates (one id, two offsets) told apart from replay duplicates
                  (one record, two rows): classify() is pure
     watermarks   event-time arithmetic (watermark = largest event time seen - delay) and the dedup
@@ -15,11 +17,11 @@
     sent = m04.produce_with_retries(pipe, 300, lose_every=50)
     print(m04.duplicates.of_pipeline(pipe).summary())
 """
-from . import charts, duplicates, pitfall, retries, watermarks
+from . import charts, defaults, duplicates, pitfall, retries, watermarks
 from .duplicates import DuplicateKinds, classify, topic_offsets
 from .retries import RetryReport, copy_of, produce_with_retries, send_copies, send_through_flaky_network
 from .watermarks import state_history, wait_for_watermark, watermark_after
 
-__all__ = ["DuplicateKinds", "RetryReport", "charts", "classify", "copy_of", "duplicates", "pitfall",
+__all__ = ["DuplicateKinds", "RetryReport", "charts", "classify", "copy_of", "defaults", "duplicates", "pitfall",
            "produce_with_retries", "retries", "send_copies", "send_through_flaky_network", "state_history",
            "topic_offsets", "wait_for_watermark", "watermark_after", "watermarks"]
