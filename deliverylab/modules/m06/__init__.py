@@ -2,6 +2,8 @@
 
     producers   a produce reply lost on the flaky network: what the producer's settings
                 and the application's re-send make of it
+    idempotence Spark's Kafka sink: the producer it builds (idempotent or not, asked of the
+                broker) and the same rows written twice through one cached producer
     relay       the consume-transform-produce relay the lesson shows (one transaction per
                 batch, offsets sent to the transaction) and its process, armed to SIGKILL
                 itself mid-transaction
@@ -16,13 +18,14 @@ from __future__ import annotations
 
 import inspect
 
+from . import idempotence
 from .harness import (RelayReport, RelayRun, crash_and_restart, crash_relay, fill_source, names, output, reconcile,
                       reset, run_relay, start_relay)
 from .producers import LostReply, send_with_lost_reply
 from .relay import CRASH_MOMENTS, enrich, relay_batches
 
 __all__ = ["CRASH_MOMENTS", "LostReply", "RelayReport", "RelayRun", "crash_and_restart", "crash_relay", "enrich",
-           "fill_source", "names", "output", "reconcile", "relay_batches", "reset", "run_relay",
+           "fill_source", "idempotence", "names", "output", "reconcile", "relay_batches", "reset", "run_relay",
            "send_with_lost_reply", "source", "start_relay"]
 
 
