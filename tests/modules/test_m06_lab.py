@@ -230,7 +230,7 @@ def parsed(raw):
 @pytest.mark.stack
 @pytest.mark.parametrize("options, status", [
     ({"kafka.isolation.level": "read_committed"}, PASS),
-    ({}, FAIL),                                                  # Kafka's default: read_uncommitted
+    ({}, FAIL),                                                  # kafka-python's default: read_uncommitted
     ({"isolation.level": "read_committed"}, FAIL),               # no kafka. prefix: never reaches the consumer
     ({"kafka.isolation.level": "read_uncommitted"}, FAIL),
 ])

@@ -6,7 +6,7 @@
 The relay process (relay.py) logs one JSON line per event; :class:`RelayRun` reads them
 back once the process has ended. Its output topic is reconciled against the orders it
 read, once as a ``read_committed`` consumer sees it and once as a ``read_uncommitted``
-(Kafka's default) consumer does.
+consumer (the default of Kafka's Java client and of kafka-python) does.
 """
 from __future__ import annotations
 

@@ -56,8 +56,8 @@ def check_transaction_views(checks, committed_view, default_view, committed_orde
                 lambda: all(seen(default_view)[i] == 1 for i in aborted_ids + committed_ids),
                 expected=f"all {len(committed_ids) + len(aborted_ids)} orders, aborted ones included",
                 found=lambda: f"{sum(seen(default_view).values())} records",
-                hint="Kafka's default isolation level is the one a consumer gets when it says nothing. Were the "
-                     "aborted orders sent (inside the transaction) before abort_transaction()?")
+                hint="kafka-python's default isolation level is the one its consumer gets when it says nothing. "
+                     "Were the aborted orders sent (inside the transaction) before abort_transaction()?")
 
 
 # --------------------------------------------------------------------------- exercise 2
