@@ -4,7 +4,8 @@
     matrix    every crash-lab variant through the same chaos plan: observed lost / duplicated,
               next to what the course expects and what the learner predicted (a table and a chart)
     price     throughput and median batch latency of each variant, from the matrix's own run
-    audit     Delta's history() as the audit trail: one STREAMING UPDATE version per batch
+    audit     Delta's history() as the audit trail: one STREAMING UPDATE version per batch, and how far back
+              it reaches (delta.logRetentionDuration) and which LogStore S3 would get
     lab       the lab's checks
 """
 from . import audit, chaos_run, matrix, price

@@ -49,3 +49,29 @@ def audit_lines(versions: list[Version], with_data: set[int]) -> list[str]:
         f"batches with data committed by the checkpoint are all in the history: {with_data <= set(batches)}",
         f"versions without data (empty batches): {len(set(batches) - with_data)}",
     ]
+
+
+#: Delta's table property that says how long the log (and so history()) keeps a version
+LOG_RETENTION = "delta.logRetentionDuration"
+
+
+def retention(spark, table: str) -> dict[str, str]:
+    """How far back this table's history can reach, and which LogStore Delta would use on S3: the table's own
+    properties, and Delta's defaults as the running Delta jar defines them (DeltaConfigs, DelegatingLogStore)."""
+    from delta.tables import DeltaTable
+
+    jvm = spark._jvm
+    props = DeltaTable.forPath(spark, table).detail().collect()[0].properties or {}
+    return {"set on the table": props.get(LOG_RETENTION),
+            "default": jvm.org.apache.spark.sql.delta.DeltaConfigs.LOG_RETENTION().defaultValue(),
+            "cleanup default": jvm.org.apache.spark.sql.delta.DeltaConfigs.ENABLE_EXPIRED_LOG_CLEANUP().defaultValue(),
+            "s3 log store": jvm.org.apache.spark.sql.delta.storage.DelegatingLogStore.defaultS3LogStoreClassName()}
+
+
+def retention_lines(found: dict[str, str]) -> list[str]:
+    """Stable lines from :func:`retention`."""
+    own = found["set on the table"]
+    return [f"{LOG_RETENTION} set on this table: {own or 'no'}",
+            f"{LOG_RETENTION}, Delta's default: {found['default']}",
+            f"delta.enableExpiredLogCleanup, Delta's default: {found['cleanup default']}",
+            f"Delta's LogStore for s3a:// tables unless configured: {found['s3 log store'].rpartition('.')[2]}"]
