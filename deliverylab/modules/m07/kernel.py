@@ -6,6 +6,8 @@ makes "the query was down while ..." a plain sequence of cells.
 """
 from __future__ import annotations
 
+import re
+
 from ...config import CourseError
 
 
@@ -25,18 +27,40 @@ def orders_from(spark, bootstrap: str, topic: str, fail_on_data_loss: bool = Tru
             .select("order.*"))
 
 
-def run_to_end(stream, checkpoint: str, table: str) -> str | None:
+def run_to_end(stream, checkpoint: str, table: str, errors=None) -> str | None:
     """Append ``stream`` to the Delta table at ``table`` until it has read everything available, then stop.
 
-    Returns None when the run finished, or the first line of Spark's error when it failed.
+    Returns None when the run finished; when it failed, what ``errors`` makes of Spark's error
+    (by default :func:`first_line`; :func:`error_class` gives only the error's name).
     """
     query = (stream.writeStream.format("delta").option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start(table))
     try:
         query.awaitTermination()
     except Exception as error:  # noqa: BLE001 - the lesson prints what Spark said
-        return first_line(error)
+        return (errors or first_line)(error)
     return None
+
+
+class SimulatedCrash(RuntimeError):
+    """Raised inside a ``foreachBatch`` function to stop the query in the middle of a batch.
+
+    The query fails there: ``offsets/N`` is written and ``commits/N`` is not, as after a driver
+    kill, so a restart from the same checkpoint runs batch N again."""
+
+
+def run_foreach_batch(stream, checkpoint: str, write) -> str:
+    """Run ``stream`` with ``foreachBatch(write)`` until it has read everything available.
+
+    Returns ``"finished"``, ``"stopped by the crash"`` when ``write`` raised :class:`SimulatedCrash`,
+    or the first line of any other error."""
+    query = (stream.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    except Exception as error:  # noqa: BLE001 - the lesson prints what happened
+        return "stopped by the crash" if SimulatedCrash.__name__ in _with_causes(error) else first_line(error)
+    return "finished"
 
 
 #: How Spark's Kafka source says that records it must read are gone (retention, a deleted topic). The
@@ -70,6 +94,20 @@ def first_line(error) -> str:
     text = text.removeprefix("assertion failed: ")
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line.split(" SQLSTATE:")[0].strip()
+
+
+#: Names Spark gives to errors that only wrap the one that says what went wrong.
+WRAPPERS = {"STREAM_FAILED", "TASK_WRITE_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR"}
+
+
+def error_class(error) -> str:
+    """The name of the error that stopped a query, e.g. ``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``:
+    the first ``[NAME]`` in the chain of causes that is not a wrapper, or the first line when
+    the error has no name (Kafka's data-loss error has none)."""
+    for name in re.findall(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)?)\]", _with_causes(error)):
+        if name not in WRAPPERS:
+            return name
+    return first_line(error)
 
 
 def drop_unread(bootstrap: str, topic: str) -> dict[int, int]:
