@@ -4,12 +4,15 @@ Kafka cluster (both started on this machine by stack/cluster.py and stack/broker
     clusters   use_the_clusters(): start both clusters, point the kernel (and what it starts) at them
     executors  an executor killed mid-task: the Outbox (a notification service with idempotency keys),
                the notify UDF, the run and what it left (the Delta table, the notifications)
-    leaders    a partition leader killed mid-stream: producing through it, a stream reading through
-               it, and a write refused by min.insync.replicas when one replica is left
+    repeats    a Python UDF called more or fewer times than once per row, with no failure at all
+    leaders    a partition leader killed mid-stream: producing through it, and a stream reading through it
+    durability what an acknowledgement promises: the cluster's settings, a write refused by
+               min.insync.replicas and an acks=1 write no reader sees while one replica is left,
+               and an acks=1 write lost when the leader dies before its follower fetched it
     lab        the lab's checks, one function per exercise
 
 The driver crashes of section 4 are the crash lab's own pipelines (crashlab/), unchanged.
 """
-from . import clusters, executors, lab, leaders
+from . import clusters, durability, executors, lab, leaders, repeats
 
-__all__ = ["clusters", "executors", "lab", "leaders"]
+__all__ = ["clusters", "durability", "executors", "lab", "leaders", "repeats"]

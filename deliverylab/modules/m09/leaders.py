@@ -1,5 +1,6 @@
 """A partition leader killed mid-stream, on the three-broker Kafka cluster (lesson 09 section 3,
-lab 09 exercise 2), and what ``acks`` and ``min.insync.replicas`` decide when replicas are missing.
+lab 09 exercise 2). What ``acks`` and ``min.insync.replicas`` decide when replicas are missing is in
+durability.py.
 
 Every broker of the cluster is a real JVM; "killing a broker" is a SIGKILL of it
 (stack/brokers.py). The controller notices the missing heartbeats, fences the broker, and
@@ -24,7 +25,7 @@ SAFE_TOPIC = {"replication_factor": 3, "min.insync.replicas": "2"}
 ISR_TIMEOUT_S = 45
 
 
-def _quiet(message: str) -> None:
+def quiet(message: str) -> None:
     """The default log: the lesson prints stable lines itself (pids and app ids differ every run)."""
 
 
@@ -117,7 +118,7 @@ class LeaderKill:
 
 
 def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, settings: dict | None = None,
-                                  restart: bool = True, log=_quiet) -> LeaderKill:
+                                  restart: bool = True, log=quiet) -> LeaderKill:
     """Produce ``count`` seeded orders to ``topic`` in a steady stream, SIGKILL the leader of partition 0
     when half are sent, finish, and reconcile what the topic holds. ``restart`` brings the broker back
     afterwards (it rejoins as a follower and catches up)."""
@@ -143,47 +144,21 @@ def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, 
     finally:
         sender.close(timeout=10)
     result.error = ", ".join(sorted(set(failures))) or None
-    result.new_leader = partitions_of(_live_address(result.killed), topic)[0]["leader_id"]
+    result.new_leader = partitions_of(live_address(result.killed), topic)[0]["leader_id"]
     if restart and result.killed is not None:
         brokers.restart_broker(result.killed, log=log)  # before reading: a partition with one copy needs it back
     result.in_topic = ledger.reconcile(result.produced, ledger.read_kafka_topic(bootstrap, topic), label="topic")
     return result
 
 
-def _live_address(dead: int | None) -> str:
+def live_address(dead: int | None) -> str:
     """The bootstrap list without the broker that was killed."""
     return ",".join(f"127.0.0.1:{brokers.client_port(n)}" for n in range(1, brokers.NODES + 1) if n != dead)
 
 
-def send_with_one_replica_left(bootstrap: str, topic: str, log=_quiet) -> dict[str, str]:
-    """Partition 0 of ``topic`` has two replicas and ``min.insync.replicas=2``. Kill the follower, wait until
-    the cluster drops it from the in-sync replicas, then send one record with ``acks=all`` and one with
-    ``acks=1``; return what each send did (``written`` or the error's name). Retries are off, so a refusal
-    shows at once (with retries, the producer keeps trying until ``delivery.timeout.ms``)."""
-    part = partitions_of(bootstrap, topic)[0]
-    leader = part["leader_id"]
-    follower = next(n for n in part["replica_nodes"] if n != leader)
-    brokers.kill_broker(follower, log=log)
-    outcome = {}
-    try:
-        wait_for_isr(_live_address(follower), topic, 0, {leader})
-        for acks in ("all", 1):
-            sender = producer(_live_address(follower), acks=acks, enable_idempotence=False, retries=0)
-            try:
-                sender.send(topic, key=b"o-check", value=b"{}", partition=0).get(timeout=20)
-                outcome[f"acks={acks}"] = "written"
-            except Exception as error:  # noqa: BLE001 - the lesson prints which error the broker gave
-                outcome[f"acks={acks}"] = f"refused ({type(error).__name__})"
-            finally:
-                sender.close(timeout=5)
-    finally:
-        brokers.restart_broker(follower, log=log)
-    return outcome
-
-
 def stream_through_a_leader_kill(spark, lesson, name: str = "leader-kill", count: int = 400,
                                  settings: dict | None = None, topic_config: dict | None = None,
-                                 log=_quiet) -> LeaderKill:
+                                 log=quiet) -> LeaderKill:
     """Create the lesson's topic ``name`` (``topic_config``: replication_factor and topic settings), start a
     Spark query that copies it into a Delta table, produce through a leader kill (the killed broker is
     restarted once the producer is done), let the query catch up, and reconcile the topic and the table."""
