@@ -1,8 +1,8 @@
 """Module 03, at-most-once.
 
     queries   checkpoint_folder(query): the folder a running query keeps its checkpoint in (the
-              temporary one Spark makes up when the query names none); rows_read(query);
-              subfolders(path), the checkpoints under a session-wide checkpoint location
+              temporary one Spark makes up when the query names none); subfolders(path), the
+              checkpoints under a session-wide checkpoint location
     charts    missing_revenue_chart: revenue delivered and lost, per pipeline
     lab       the lab's checks, one function per exercise, and the restart experiment they run
 
@@ -10,6 +10,6 @@
     m03.missing_revenue_chart({"at_most_once": pipe.ledger()})
 """
 from .charts import missing_revenue_chart
-from .queries import checkpoint_folder, rows_read, subfolders
+from .queries import checkpoint_folder, subfolders
 
-__all__ = ["checkpoint_folder", "missing_revenue_chart", "rows_read", "subfolders"]
+__all__ = ["checkpoint_folder", "missing_revenue_chart", "subfolders"]

@@ -2,7 +2,6 @@
 
     checkpoint_folder(query)   the folder Spark resolved for the query: the one you gave, or the
                                temporary folder it made up when you gave none
-    rows_read(query)           how many rows the query's run read, by its progress reports
     subfolders(path)           the folders directly under ``path`` (the queries' checkpoints under a
                                session-wide spark.sql.streaming.checkpointLocation)
 
@@ -26,11 +25,6 @@ def checkpoint_folder(query) -> str:
         raise CourseError(f"Cannot read the checkpoint folder of {type(query).__name__}: pass the StreamingQuery "
                           f"that writeStream...start() returned ({error}).") from None
     return unquote(urlparse(root).path) if root.startswith("file:") else root
-
-
-def rows_read(query) -> int:
-    """The rows ``query`` read in this run, summed over its progress reports."""
-    return sum(int(p["numInputRows"]) for p in query.recentProgress)
 
 
 def subfolders(path) -> list[str]:
