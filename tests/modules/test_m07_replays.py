@@ -35,11 +35,13 @@ def test_an_error_without_a_name_gives_its_first_line():
 
 def test_a_replayed_batch_keeps_the_streams_time_and_not_foreach_batchs():
     batch_time, first, replay = datetime(2026, 1, 1, 0, 0, 0), datetime(2026, 1, 1, 0, 0, 1), datetime(2026, 1, 1, 0, 0, 5)
-    rows = [(f"o-{n}", batch_time, first) for n in range(3)] + [(f"o-{n}", batch_time, replay) for n in range(3)]
+    rows = ([(f"o-{n}", batch_time, first, f"u-{n}") for n in range(3)]
+            + [(f"o-{n}", batch_time, replay, f"u-{n}" if n else "u-new") for n in range(3)])
     got = clock.count(rows)
-    assert (got.rows, got.orders, got.in_stream, got.in_foreach_batch) == (6, 3, 1, 2)
+    assert (got.rows, got.orders, got.in_stream, got.in_foreach_batch, got.new_row_ids) == (6, 3, 1, 2, 1)
     assert got.lines()[1:] == ["distinct current_timestamp() in the stream's select: 1",
-                               "distinct current_timestamp() inside foreachBatch:    2"]
+                               "distinct current_timestamp() inside foreachBatch:    2",
+                               "orders whose uuid() in the stream's select changed:  1"]
 
 
 def test_two_tables_out_of_step_then_in_step():

@@ -14,10 +14,10 @@ from .kernel import SimulatedCrash, orders_from, run_foreach_batch
 
 
 def stamped(orders):
-    """The stream's own select adds the time: Spark fixes it per micro-batch."""
+    """The stream's own select adds the time (Spark fixes it per micro-batch) and a uuid (it does not)."""
     from pyspark.sql import functions as F
 
-    return orders.withColumn("in_stream", F.current_timestamp())
+    return orders.withColumn("in_stream", F.current_timestamp()).withColumn("row_id", F.expr("uuid()"))
 
 
 def stamping_writer(seen: list, crash_once: list):
@@ -28,7 +28,7 @@ def stamping_writer(seen: list, crash_once: list):
 
     def write(batch, batch_id):
         seen.extend(batch.withColumn("in_foreach_batch", F.current_timestamp())
-                    .select("order_id", "in_stream", "in_foreach_batch").collect())
+                    .select("order_id", "in_stream", "in_foreach_batch", "row_id").collect())
         if crash_once and crash_once.pop():
             raise SimulatedCrash("after the write, before commits/N")
     return write
@@ -41,17 +41,23 @@ class Stamps:
     orders: int
     in_stream: int         # distinct in_stream values over both runs
     in_foreach_batch: int  # distinct in_foreach_batch values over both runs
+    new_row_ids: int       # orders whose uuid() in the stream's select differs between the runs
 
     def lines(self) -> list[str]:
         return [f"rows written: {self.rows} ({self.orders} orders, by the first run and by the replay)",
                 f"distinct current_timestamp() in the stream's select: {self.in_stream}",
-                f"distinct current_timestamp() inside foreachBatch:    {self.in_foreach_batch}"]
+                f"distinct current_timestamp() inside foreachBatch:    {self.in_foreach_batch}",
+                f"orders whose uuid() in the stream's select changed:  {self.new_row_ids}"]
 
 
 def count(rows) -> Stamps:
-    """Count rows of ``(order_id, in_stream, in_foreach_batch)`` (pure)."""
+    """Count rows of ``(order_id, in_stream, in_foreach_batch, row_id)`` (pure)."""
     rows = [tuple(row) for row in rows]
-    return Stamps(len(rows), len({r[0] for r in rows}), len({r[1] for r in rows}), len({r[2] for r in rows}))
+    ids: dict = {}
+    for order, *_, row_id in rows:
+        ids.setdefault(order, set()).add(row_id)
+    return Stamps(len(rows), len(ids), len({r[1] for r in rows}), len({r[2] for r in rows}),
+                  sum(1 for found in ids.values() if len(found) > 1))
 
 
 def crash_and_replay(spark, lesson, name: str = "clock", orders: int = 20) -> tuple[list[str], Stamps]:
