@@ -101,7 +101,8 @@ class FileSinkFolder(ParquetFolder):
         listed = checkpoint.file_sink_files(self.location)
         left = [f for f in data if f not in listed]
         return {"committed": len(data) - len(left), "leftovers": left,
-                "note": "not in _spark_metadata: hidden from Spark, visible to a plain folder listing" if left else ""}
+                "note": ("not in _spark_metadata: hidden from Spark reading the sink's root folder, "
+                         "visible to a folder listing or a glob") if left else ""}
 
 
 class DeltaTable(Sink):
@@ -227,7 +228,7 @@ class TwoPhaseFolder(Sink):
         staged = twophase.epochs(self.location, twophase.STAGING)
         published = twophase.epochs(self.location, twophase.PUBLISHED)
         return {"committed": len(published), "leftovers": [f"staging/epoch={e}" for e in staged],
-                "note": "staged but never published: no reader sees it" if staged else ""}
+                "note": "staged but never published: no reader of the published folder sees it" if staged else ""}
 
 
 class MemoryTable(Sink):

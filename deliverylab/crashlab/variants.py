@@ -264,7 +264,8 @@ def control_table_atomic(orders, out: Outputs):
 
 
 def two_phase_commit(orders, out: Outputs):
-    """Stage each batch where no reader looks, then publish it in one atomic step, once per batch id."""
+    """Stage each batch where readers of the published folder never look, then publish it in one rename
+    (atomic on one POSIX/HDFS file system, not on an object store), once per batch id."""
     from deliverylab.crashlab import twophase
 
     def write(batch, batch_id):
