@@ -10,6 +10,8 @@ import contextlib
 import time
 from typing import Iterator
 
+from ..config import CourseError
+
 CLIENT_ID = "deliverylab"
 
 
@@ -158,6 +160,18 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     with consumer(bootstrap) as client:
         tps = _partitions(client, topic)
         return {tp.partition: off for tp, off in client.end_offsets(tps).items()} if tps else {}
+
+
+def producer_ids(bootstrap: str, topic: str) -> set[int]:
+    """Ids of the idempotent (or transactional) producers the broker holds for ``topic``'s partitions."""
+    from kafka import TopicPartition
+
+    partitions = [TopicPartition(topic, p) for p in sorted(end_offsets(bootstrap, topic))]
+    if not partitions:
+        raise CourseError(f"topic {topic!r} does not exist on {bootstrap}.")
+    with admin(bootstrap) as client:
+        states = client.describe_producers(partitions)
+    return {p.producer_id for state in states.values() for p in state.active_producers}
 
 
 def beginning_offsets(bootstrap: str, topic: str) -> dict[int, int]:

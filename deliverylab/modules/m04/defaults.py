@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...config import CourseError
+from ...stack.kafka import producer_ids
 
 
 @dataclass(frozen=True)
@@ -47,20 +48,6 @@ def label(settings: dict) -> str:
         raise CourseError(f"settings are KafkaProducer options as a dict, e.g. dict(acks=1); got {settings!r}.")
     return ", ".join(f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}"
                      for key, value in settings.items()) or "defaults"
-
-
-def producer_ids(bootstrap: str, topic: str) -> set[int]:
-    """Ids of the idempotent (or transactional) producers the broker holds for ``topic``'s partitions."""
-    from kafka import TopicPartition
-
-    from ...stack import kafka
-
-    partitions = [TopicPartition(topic, p) for p in sorted(kafka.end_offsets(bootstrap, topic))]
-    if not partitions:
-        raise CourseError(f"topic {topic!r} does not exist on {bootstrap}.")
-    with kafka.admin(bootstrap) as client:
-        states = client.describe_producers(partitions)
-    return {p.producer_id for state in states.values() for p in state.active_producers}
 
 
 def check(lesson, name: str, settings: dict) -> IdempotenceCheck:

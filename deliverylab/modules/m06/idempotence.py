@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from ...config import CourseError
+from ...stack.kafka import producer_ids
 
 #: The class name of a Kafka exception in the text of the error Spark raises for a failed write.
 _KAFKA_ERROR = re.compile(r"org\.apache\.kafka\.[\w.]*?\.(\w+(?:Exception|Error))\b")
@@ -74,20 +75,6 @@ def kafka_error(text: str) -> str | None:
     """The first Kafka exception class named in ``text`` (an error's message and Java stack trace), or None."""
     found = _KAFKA_ERROR.search(text or "")
     return found.group(1) if found else None
-
-
-def producer_ids(bootstrap: str, topic: str) -> set[int]:
-    """Ids of the idempotent (or transactional) producers the broker holds for ``topic``'s partitions."""
-    from kafka import TopicPartition
-
-    from ...stack import kafka
-
-    partitions = [TopicPartition(topic, p) for p in sorted(kafka.end_offsets(bootstrap, topic))]
-    if not partitions:
-        raise CourseError(f"topic {topic!r} does not exist on {bootstrap}.")
-    with kafka.admin(bootstrap) as client:
-        states = client.describe_producers(partitions)
-    return {p.producer_id for state in states.values() for p in state.active_producers}
 
 
 def _fresh_topic(lesson, name: str) -> str:
