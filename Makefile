@@ -44,11 +44,13 @@ $(INSTALLED): requirements.txt pyproject.toml
 setup: $(INSTALLED)
 	$(PY) -m deliverylab setup
 
-## lab: setup, start the broker, open JupyterLab on lesson 00 (if JupyterLab cannot start, the broker is stopped again)
+## lab: setup, start the broker, open JupyterLab on lesson 00. Run again while JupyterLab runs, it prints the
+## address and changes nothing; if JupyterLab cannot start, a broker that this same command started is stopped again
 lab: setup
-	$(PY) -m deliverylab stack up
-	@$(PY) -m deliverylab jupyter lab $(LAB_OPTIONS); status=$$?; \
-	if [ $$status -eq 2 ]; then $(PY) -m deliverylab stack down; fi; exit $$status
+	@$(PY) -m deliverylab stack status >/dev/null 2>&1; broker_was_up=$$?; \
+	$(PY) -m deliverylab stack up || exit $$?; \
+	$(PY) -m deliverylab jupyter lab $(LAB_OPTIONS); status=$$?; \
+	if [ $$status -eq 2 ] && [ $$broker_was_up -ne 0 ]; then $(PY) -m deliverylab stack down; fi; exit $$status
 
 ## test: setup, then pytest, nbval over every notebook, and the browser test; the broker is stopped at the end
 ## (DELIVERYLAB_REDUCED=1: the capstone's matrix runs a sample of its variants; DELIVERYLAB_STANDBY_WARM_UP=0:

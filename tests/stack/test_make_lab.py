@@ -1,0 +1,63 @@
+"""`make lab` run a second time while JupyterLab runs: it prints the address and stops nothing."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from deliverylab.stack import broker, jupyter
+from deliverylab.stack.broker import port_is_free
+
+pytestmark = pytest.mark.stack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port(start: int = 18931) -> int:
+    return next(p for p in range(start, start + 50) if port_is_free(p))
+
+
+def _make_lab(port: int, **kwargs) -> subprocess.Popen:
+    env = dict(os.environ, DELIVERYLAB_JUPYTER_PORT=str(port))
+    return subprocess.Popen(["make", "--no-print-directory", "lab", "LAB_OPTIONS=--no-browser"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            **kwargs)
+
+
+def _wait_for_server(first: subprocess.Popen) -> dict:
+    """Read the first `make lab`'s output until it prints lesson 00's address (as a learner waits for it)."""
+    seen = []
+    for line in first.stdout:  # ends if make ends; the test's own timeout covers a hang
+        seen.append(line)
+        if "Open lesson 00:" in line:
+            servers = jupyter.running_servers()
+            assert len(servers) == 1, servers
+            return servers[0]
+    raise AssertionError("the first `make lab` ended before JupyterLab was up:\n" + "".join(seen))
+
+
+def test_a_second_make_lab_leaves_jupyterlab_and_the_broker_running():
+    if jupyter.running_servers():
+        pytest.skip("a JupyterLab of this course already runs here (a learner's `make lab`)")
+    broker.up(log=lambda m: None)
+    first = _make_lab(_free_port())
+    try:
+        server = _wait_for_server(first)
+        second = _make_lab(server["port"])
+        out, _ = second.communicate(timeout=120)
+        assert second.returncode == 0, out
+        assert "already running" in out and jupyter.lesson_url(server) in out, out
+        assert first.poll() is None, "the second `make lab` stopped the first JupyterLab"
+        assert [s["pid"] for s in jupyter.running_servers()] == [server["pid"]]
+        assert broker.status().answering, "the second `make lab` stopped the broker"
+    finally:
+        jupyter.stop()
+        try:
+            first.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+    assert broker.status().answering  # stopping JupyterLab (Ctrl-C, `jupyter stop`) leaves the broker too
