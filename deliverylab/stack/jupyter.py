@@ -24,6 +24,27 @@ FIRST_LESSON = "notebooks/00-setup-and-tour.ipynb"
 LAB_TREE = "/lab/tree/"
 
 
+#: JupyterLab settings the course ships (as JupyterLab's overrides.json in the venv): no pop-up asking
+#: whether to fetch Jupyter's news, and no update check (the course pins its versions). A learner can
+#: still change them in Settings; their own choice wins.
+LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def ship_lab_settings(prefix: str | Path = sys.prefix) -> Path:
+    """Write the course's JupyterLab defaults into ``<prefix>/share/jupyter/lab/settings/overrides.json``,
+    keeping any other override already there. Returns the file."""
+    path = Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    try:
+        current = json.loads(path.read_text())
+    except (OSError, ValueError):
+        current = {}
+    merged = {**current, **{plugin: {**current.get(plugin, {}), **values} for plugin, values in LAB_OVERRIDES.items()}}
+    if merged != current:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(merged, indent=2) + "\n")
+    return path
+
+
 def running_as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -83,6 +104,7 @@ def lab(open_browser: bool = True) -> int:
             f"Port {s.jupyter_port} on {HOST} is taken by another program. Stop it, or run "
             f"`DELIVERYLAB_JUPYTER_PORT={s.jupyter_port + 1} make lab`."
         )
+    ship_lab_settings()
     note = " (as root: started with allow_root)" if running_as_root() else ""
     print(f"Starting JupyterLab on http://{HOST}:{s.jupyter_port}{note}; it opens on lesson 00.")
     started = time.monotonic()

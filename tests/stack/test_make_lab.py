@@ -1,9 +1,11 @@
 """`make lab` run a second time while JupyterLab runs: it prints the address and stops nothing."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,26 @@ def _wait_for_server(first: subprocess.Popen) -> dict:
     raise AssertionError("the first `make lab` ended before JupyterLab was up:\n" + "".join(seen))
 
 
+def _lab_defaults(server: dict, plugin: str) -> dict:
+    """A plugin's defaults as the running JupyterLab serves them to the page (overrides.json changes them)."""
+    url = f"{server['url'].rstrip('/')}/lab/api/settings/{plugin}?token={server['token']}"
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        schema = json.loads(answer.read())["schema"]
+    return {name: prop.get("default") for name, prop in schema["properties"].items()}
+
+
+def test_the_course_s_jupyterlab_settings_join_other_overrides(tmp_path):
+    overrides = tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides.parent.mkdir(parents=True)
+    overrides.write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
+                                     "@jupyterlab/apputils-extension:notification": {"doNotDisturbMode": True}}))
+    assert jupyter.ship_lab_settings(tmp_path) == overrides
+    assert json.loads(overrides.read_text()) == {
+        "@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
+        "@jupyterlab/apputils-extension:notification": {"doNotDisturbMode": True, "fetchNews": "false",
+                                                        "checkForUpdates": False}}
+
+
 def test_a_second_make_lab_leaves_jupyterlab_and_the_broker_running():
     if jupyter.running_servers():
         pytest.skip("a JupyterLab of this course already runs here (a learner's `make lab`)")
@@ -53,6 +75,8 @@ def test_a_second_make_lab_leaves_jupyterlab_and_the_broker_running():
         assert first.poll() is None, "the second `make lab` stopped the first JupyterLab"
         assert [s["pid"] for s in jupyter.running_servers()] == [server["pid"]]
         assert broker.status().answering, "the second `make lab` stopped the broker"
+        notification = _lab_defaults(server, "@jupyterlab/apputils-extension:notification")  # no news pop-up
+        assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False, notification
     finally:
         jupyter.stop()
         try:
