@@ -9,7 +9,8 @@ new executor, and Spark runs the lost task again from the start.
 What the retry leaves is then counted twice, with the same ledger as the crash lab:
 
 * the Delta table: the commit protocol publishes the files of one successful attempt per task
-  (the killed attempt's file, if it had opened one, is an orphan no reader sees);
+  (the killed attempt's file, if it had opened one, is an orphan no Delta reader sees, though a
+  plain listing of the folder finds it);
 * the notifications the :class:`Outbox` delivered: the killed attempt's were already out.
 """
 from __future__ import annotations
@@ -43,7 +44,8 @@ class Outbox:
     * ``calls.log``: one line per call, ``<task attempt> <order id>``: what the tasks did;
     * ``delivered.log``: one line per message the service delivered, ``<order id>``;
     * ``keys/``: an empty file per idempotency key it has seen. Like real services (payment and
-      messaging APIs), it delivers a message whose key it has already seen only once.
+      messaging APIs), it delivers a message whose key it has already seen only once. Unlike them
+      it never forgets a key: a real provider drops keys after a while (Stripe after 24 hours).
 
     Lines are appended with one ``write`` on a file opened in append mode, and a key is taken by
     creating its file exclusively, so tasks running at once never interleave or both win.
