@@ -69,6 +69,10 @@ def consumer_for(lesson, group):
 
     consumer = KafkaConsumer(bootstrap_servers=lesson.bootstrap, group_id=group, enable_auto_commit=False,
                              auto_offset_reset="earliest", max_poll_records=10)
+    # as the course's consumer process does: know the topic's partitions before joining the group. A
+    # member that joins first can be assigned nothing ("No partition metadata for topic") and, with
+    # kafka-python's 5-minute metadata refresh, poll nothing for as long (seen once in CI)
+    assert consumer.partitions_for_topic(lesson.topic("orders")), "the lesson's orders topic has no partitions"
     consumer.subscribe([lesson.topic("orders")])
     return consumer
 
