@@ -78,8 +78,8 @@ LAYERS = [
     ("course", "stack"),
     # workshop/ (class board, reset button, site) sits with the lesson-level code it serves: progress,
     # checks, ledger and lesson call into it, and it may use them and the stack
-    ("checkpoint", "deltalog", "orders", "ledger", "charts", "inspector", "streams", "checks", "labs", "progress",
-     "quiz", "lesson", "workshop"),
+    ("checkpoint", "deltalog", "orders", "ledger", "charts", "inspector", "streams", "statusline", "checks", "labs",
+     "progress", "quiz", "lesson", "workshop"),
     ("crashlab",),
     ("modules",),
     ("__init__", "__main__", "bench", "doctor", "cluster_smoke", "cluster_bench"),

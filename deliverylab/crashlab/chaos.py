@@ -25,6 +25,7 @@ import random
 import sys
 import time
 
+from .. import statusline
 from ..config import CourseError
 from . import crashpoints, variants
 
@@ -94,7 +95,12 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
     from .drivers import warm_up
     from .pipeline import Pipeline
 
-    log = log or (lambda msg: None)
+    quiet = log or (lambda msg: None)
+
+    def log(message):
+        quiet(message)
+        line.step(message)
+
     warm_up(standby=2)  # crashes come faster than one standby boots
     variant = variants.custom(pipeline, sink_kind=sink) if callable(pipeline) else variants.variant(pipeline)
     plan = list(plan) if plan is not None else crash_plan(points, crashes, seed)
@@ -106,43 +112,45 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
                     max_per_batch=max_per_batch, seed=seed, sink=sink)
     records = []
     fresh = variant.fresh_checkpoint_each_start
-    try:
-        log(f"{pipe.name}: starting")
-        pipe.start()
-        pipe.produce(orders - chunk * len(plan))
-        just_restarted = False
-        for i, point in enumerate(plan, 1):
-            t = time.monotonic()
-            if not just_restarted:
-                # Idle and caught up, so the next batch id is settled. Right after a restart
-                # (wait=False) the JVM is still booting, so it is settled too, and arming now
-                # lets the crash batch take the replay's leftovers and the downtime orders.
-                pipe.drain()
-            if point == crashpoints.CRASH_NOW:
-                armed = None
-                pipe.produce(chunk)
-                time.sleep(rng.uniform(0, NOW_MAX_DELAY_S))
-                crash = pipe.crash(point)
-            else:
-                armed = pipe.next_batch_id()
-                crash = pipe.crash(point, batch=armed, orders=chunk)
-            log(f"{pipe.name}: crash {i}/{len(plan)}: {crash.line()}")
-            batch_ids = pipe.batch_orders(crash.batch, crash.run) if crash.batch is not None else []
-            down = [o["order_id"] for o in pipe.produce(downtime)] if downtime else []
-            # Wait for the new run to be up when at-most-once must fix its (latest) start offsets
-            # first, or when "now" comes next (a kill during the JVM's boot would teach nothing).
-            wait = fresh or (i < len(plan) and plan[i] == crashpoints.CRASH_NOW)
-            pipe.restart(wait=wait)
-            just_restarted = not wait
-            records.append({**crash.to_dict(), "armed_batch": armed, "batch_order_ids": batch_ids,
-                            "downtime_order_ids": down, "seconds": round(time.monotonic() - t, 1)})
-        pipe.drain()
-        pipe.stop()
-        log(f"{pipe.name}: stopped; reading the sink")
-        ledger = pipe.ledger()
-    except BaseException:
-        pipe.stop()
-        raise
+    with statusline.task(f"chaos run of {pipe.name}", total=len(plan)) as line:
+        try:
+            log(f"{pipe.name}: starting")
+            pipe.start()
+            pipe.produce(orders - chunk * len(plan))
+            just_restarted = False
+            for i, point in enumerate(plan, 1):
+                t = time.monotonic()
+                if not just_restarted:
+                    # Idle and caught up, so the next batch id is settled. Right after a restart
+                    # (wait=False) the JVM is still booting, so it is settled too, and arming now
+                    # lets the crash batch take the replay's leftovers and the downtime orders.
+                    pipe.drain()
+                if point == crashpoints.CRASH_NOW:
+                    armed = None
+                    pipe.produce(chunk)
+                    time.sleep(rng.uniform(0, NOW_MAX_DELAY_S))
+                    crash = pipe.crash(point)
+                else:
+                    armed = pipe.next_batch_id()
+                    crash = pipe.crash(point, batch=armed, orders=chunk)
+                log(f"{pipe.name}: crash {i}/{len(plan)}: {crash.line()}")
+                line.done()
+                batch_ids = pipe.batch_orders(crash.batch, crash.run) if crash.batch is not None else []
+                down = [o["order_id"] for o in pipe.produce(downtime)] if downtime else []
+                # Wait for the new run to be up when at-most-once must fix its (latest) start offsets
+                # first, or when "now" comes next (a kill during the JVM's boot would teach nothing).
+                wait = fresh or (i < len(plan) and plan[i] == crashpoints.CRASH_NOW)
+                pipe.restart(wait=wait)
+                just_restarted = not wait
+                records.append({**crash.to_dict(), "armed_batch": armed, "batch_order_ids": batch_ids,
+                                "downtime_order_ids": down, "seconds": round(time.monotonic() - t, 1)})
+            pipe.drain()
+            pipe.stop()
+            log(f"{pipe.name}: stopped; reading the sink")
+            ledger = pipe.ledger()
+        except BaseException:
+            pipe.stop()
+            raise
     lost, dup = set(ledger.lost_ids), set(ledger.duplicated_ids)
     crashes_out = []
     for r in records:
@@ -255,8 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .. import setup
 
+    clear = statusline.CLEAR if sys.stderr.isatty() else ""  # the status line, if one shows
+
     def log(msg):
-        print(msg, file=sys.stderr, flush=True)
+        print(clear + msg, file=sys.stderr, flush=True)
 
     plan = crash_plan(args.points, args.crashes, args.seed)  # a bad point fails before anything starts
     with _stdout_to_stderr():

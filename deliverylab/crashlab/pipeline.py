@@ -18,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import statusline
 from ..config import CourseError
 from ..stack import kafka, processes
 from . import crashpoints, drivers, sinks, variants
@@ -156,12 +157,14 @@ class Pipeline(PipelineRecord):
         # a new query's first batch (batch 0) always runs, even with no data; see _wait_ready
         self._new_query = not (Path(self.checkpoint) / "offsets").exists()
         self._started_at = time.time()
+        statusline.say(f"{self.name}: starting a driver (run {self.starts})")
         self.driver = drivers.pool().take()
         self.driver.assign(spec)
         processes.append_jsonl(self.folder.runs, {"run": self.starts, "pid": self.driver.pid,
                                                   "home": str(self.driver.home.path)})
         if wait:
             self._wait_ready()
+            statusline.say(f"{self.name}: running (run {self.starts})")
         self._changed()
         return self
 
@@ -211,6 +214,7 @@ class Pipeline(PipelineRecord):
     def stop(self) -> None:
         """Ask the driver to stop its query cleanly, and wait for it."""
         if self.running:
+            statusline.say(f"{self.name}: stopping its query")
             self.driver.stop()
             self._changed()
 
@@ -273,6 +277,7 @@ class Pipeline(PipelineRecord):
         """Wait until the running driver has committed batches covering everything in its topic so far."""
         target = kafka.end_offsets(self.lesson.bootstrap, self.topic)
         deadline = time.monotonic() + timeout_s
+        said = None
         while time.monotonic() < deadline:
             self._raise_if_failed()
             if not self.running:
@@ -281,7 +286,12 @@ class Pipeline(PipelineRecord):
             done = self.committed_offsets()
             if all(done.get(p, -1) >= off for p, off in target.items()):
                 self._wait_for_progress_record()
+                self._changed()  # the crash panel's status line shows the drained pipeline
                 return
+            behind = sum(max(0, off - done.get(p, 0)) for p, off in target.items())
+            if behind != said:
+                statusline.say(f"{self.name}: catching up, {behind} records not yet committed")
+                said = behind
             time.sleep(0.05)
         raise CourseError(f"Pipeline {self.name!r} did not catch up with its topic within {timeout_s:.0f} s.")
 
@@ -314,7 +324,9 @@ class Pipeline(PipelineRecord):
             self.arm(point, batch)
             if orders:
                 self.produce(orders)
+            statusline.say(f"{self.name}: crash armed at {point}, waiting for a batch to get there")
             crash = self.wait_for_crash(point)
+            statusline.say(f"{self.name}: {crash.line()}")
         self.crashes.append(crash)
         self._changed()
         return crash

@@ -13,7 +13,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ... import charts
+from ... import charts, statusline
 from ...config import CourseError
 from ...course import did_you_mean
 from ...crashlab import chaos
@@ -104,13 +104,15 @@ def run(lesson, variants: list[str] | None = None, orders: int = 40, workers: in
 
     get_spark()  # the kernel's session reads the Parquet and Delta sinks: build it before the threads
 
-    def one(name):
-        row = run_variant(lesson, name, orders)
-        log(f"{name}: {row.observed}")
-        return row
+    with statusline.task("guarantee matrix", total=len(names)) as line:
+        def one(name):
+            row = run_variant(lesson, name, orders)
+            log(f"{name}: {row.observed}")
+            line.done(f"{name}: {row.observed}")
+            return row
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, names))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(one, names))
 
 
 def picks(predictions) -> dict[str, str]:

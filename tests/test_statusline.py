@@ -1,0 +1,137 @@
+"""The status line of a long cell: in a terminal, nowhere, and in a real notebook kernel."""
+import io
+import queue
+
+import pytest
+
+from deliverylab import statusline
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+class Pipe(io.StringIO):
+    def isatty(self):
+        return False
+
+
+@pytest.fixture
+def stderr(monkeypatch):
+    def use(kind):
+        stream = kind()
+        monkeypatch.setattr("sys.stderr", stream)
+        return stream
+
+    yield use
+    statusline._close_line()
+
+
+def shown(stream) -> list[str]:
+    """The texts the terminal showed, in order (each write starts with CLEAR)."""
+    return [part.rstrip("\r") for part in stream.getvalue().split(statusline.CLEAR) if part.strip("\r")]
+
+
+def test_a_terminal_task_counts_its_work_and_clears_its_line_at_the_end(stderr):
+    term = stderr(Terminal)
+    with statusline.task("guarantee matrix", total=2) as line:
+        line.step("delta_txn: crash armed")
+        statusline.say("delta_txn: catching up, 40 records not yet committed")
+        line.done("delta_txn: exactly-once")
+    texts = shown(term)
+    assert texts[0].startswith("guarantee matrix · 0 of 2 done · starting")
+    assert texts[1].startswith("guarantee matrix · 0 of 2 done · delta_txn: crash armed")
+    assert texts[2].startswith("guarantee matrix · 0 of 2 done · delta_txn: catching up, 40 records")
+    assert texts[3].startswith("guarantee matrix · 1 of 2 done · delta_txn: exactly-once")
+    assert term.getvalue().endswith(statusline.CLEAR)  # nothing left on the line
+    assert statusline._line is None
+
+
+def test_a_task_inside_another_keeps_the_outer_title_and_count(stderr):
+    term = stderr(Terminal)
+    with statusline.task("guarantee matrix", total=3) as outer:
+        with statusline.task("chaos run of matrix-delta_txn", total=1) as inner:
+            inner.step("matrix-delta_txn: starting")
+            inner.done()
+        outer.done("delta_txn: exactly-once")
+    texts = shown(term)
+    assert not any("chaos run of" in t for t in texts)
+    assert any(t.startswith("guarantee matrix · 0 of 3 done · matrix-delta_txn: starting") for t in texts)
+    assert texts[-1].startswith("guarantee matrix · 1 of 3 done · delta_txn: exactly-once")
+
+
+def test_nothing_is_written_where_no_line_can_show(stderr):
+    pipe = stderr(Pipe)
+    with statusline.task("guarantee matrix", total=1) as line:
+        line.step("a step")
+        statusline.say("a message")
+        line.done()
+    statusline.say("outside any task")
+    assert pipe.getvalue() == ""
+
+
+def test_a_terminal_shows_no_line_for_a_message_outside_a_task(stderr):
+    term = stderr(Terminal)
+    statusline.say("at_least_once: starting a driver (run 1)")
+    assert term.getvalue() == ""
+
+
+def test_in_a_notebook_kernel_the_line_is_a_widget_nbval_does_not_compare_and_it_closes_with_the_cell():
+    """A real kernel: the line is displayed with the widget's view only (no text/plain, which nbval
+    would compare), its text arrives as widget updates, and the widget is closed when the cell ends,
+    which JupyterLab saves as a hidden output (no 'model not found' when the notebook is reopened)."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        code = ("from deliverylab import statusline\n"
+                "with statusline.task('guarantee matrix', total=2) as line:\n"
+                "    statusline.say('delta_txn: crash armed at after_sink_write')\n"
+                "    import time; time.sleep(2.3)  # the clock ticks while nothing else changes\n"
+                "    line.done('delta_txn: exactly-once')\n"
+                "print('the cell printed this')")
+        msg_id = client.execute(code)
+        messages = []
+        while True:
+            try:
+                msg = client.get_iopub_msg(timeout=60)
+            except queue.Empty:
+                pytest.fail(f"the kernel went quiet; messages so far: {[m['msg_type'] for m in messages]}")
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append(msg)
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        displays = [m["content"] for m in messages if m["msg_type"] == "display_data"]
+        assert [sorted(d["data"]) for d in displays] == [["application/vnd.jupyter.widget-view+json"]]
+        model_id = displays[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        values = [m["content"]["data"]["state"].get("value", "") for m in messages
+                  if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == model_id]
+        assert any("guarantee matrix · 0 of 2 done · delta_txn: crash armed" in v for v in values)
+        assert any("delta_txn: crash armed at after_sink_write · 2 s" in v for v in values)
+        assert any("1 of 2 done · delta_txn: exactly-once" in v for v in values)
+        assert any("guarantee matrix finished, 1 of 2 done" in v for v in values)
+        closes = [m for m in messages if m["msg_type"] == "comm_close" and m["content"]["comm_id"] == model_id]
+        assert closes, "the status line's widget was not closed when the cell ended"
+        streams = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
+        assert streams == "the cell printed this\n"  # nothing of the line in the compared output
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_a_widget_button_opens_no_line_only_a_cell_does():
+    class Kernel:
+        def __init__(self, msg_type):
+            self.msg_type = msg_type
+
+        def get_parent(self):
+            return {"header": {"msg_type": self.msg_type}}
+
+    class Shell:
+        def __init__(self, msg_type):
+            self.kernel = Kernel(msg_type)
+
+    assert statusline._in_a_cell(Shell("execute_request"))
+    assert not statusline._in_a_cell(Shell("comm_msg"))  # a button's click
