@@ -46,9 +46,13 @@ QUEUE_SIZE = 500
 
 
 def enabled() -> bool:
-    """True in shared-broker mode: only then does anything go to the class board."""
+    """True in shared-broker mode: only then does anything go to the class board. The course's own
+    three-broker cluster on this machine (lesson 09 points DELIVERYLAB_BROKER at it) is no workshop."""
+    from ..stack import brokers
+
     try:
-        return settings().shared
+        s = settings()
+        return s.shared and s.bootstrap != brokers.bootstrap()
     except Exception:  # noqa: BLE001 - a bad setting is reported by setup, never by a publish
         return False
 

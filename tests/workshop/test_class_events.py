@@ -23,6 +23,18 @@ def test_nothing_is_sent_without_a_shared_broker(sent):
     assert sent == [] and events._senders == {}
 
 
+def test_nothing_is_sent_to_the_courses_own_kafka_cluster(sent, monkeypatch):
+    """Lesson 09 points DELIVERYLAB_BROKER at the three-broker cluster on this machine: no workshop there,
+    so no class board (a broker killed by the lesson made every result warn that the board missed it)."""
+    from deliverylab.stack import brokers
+
+    monkeypatch.setenv("DELIVERYLAB_BROKER", brokers.bootstrap())
+    events.set_current_lesson("09-beyond-the-driver")
+    progress.record_check("09-beyond-the-driver-lab", "a check")
+    events.flush(2)
+    assert not events.enabled() and sent == [] and events._senders == {}
+
+
 def test_progress_goes_out_as_a_snapshot_of_the_module(shared, sent):
     progress.record_check("01-three-guarantees-lab", "first")
     progress.record_check("01-three-guarantees-lab", "second")
