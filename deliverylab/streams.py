@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 
+from . import statusline
 from .config import CourseError
 
 
@@ -55,3 +56,19 @@ def wait_until_drained(query, timeout_s: float = 120) -> None:
             return
         if time.monotonic() > deadline:
             raise CourseError(f"The query did not drain its input within {timeout_s:.0f} s (status: {status}).")
+
+
+def await_termination(query, label: str, timeout_s: float | None = None) -> bool:
+    """``query.awaitTermination(timeout_s)`` (True once the query ended; it raises what the query raised),
+    saying on the status line which batch the query has finished, so a long wait never looks frozen."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    said = ""
+    while not query.awaitTermination(0.5):
+        progress = query.lastProgress
+        now = f"{label}: batch {progress['batchId']} done" if progress else f"{label}: starting its first batch"
+        if now != said:
+            statusline.say(now)
+            said = now
+        if deadline is not None and time.monotonic() > deadline:
+            return False
+    return True

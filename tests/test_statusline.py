@@ -135,3 +135,31 @@ def test_a_widget_button_opens_no_line_only_a_cell_does():
 
     assert statusline._in_a_cell(Shell("execute_request"))
     assert not statusline._in_a_cell(Shell("comm_msg"))  # a button's click
+
+
+def test_a_long_query_wait_says_which_batch_the_query_has_finished(monkeypatch):
+    from deliverylab import streams
+
+    said = []
+    monkeypatch.setattr(statusline, "say", said.append)
+
+    class Query:
+        def __init__(self):
+            self.polls = 0
+
+        def awaitTermination(self, timeout):
+            self.polls += 1
+            return self.polls > 3
+
+        @property
+        def lastProgress(self):
+            return None if self.polls < 2 else {"batchId": self.polls - 2}
+
+    assert streams.await_termination(Query(), "trial query") is True
+    assert said == ["trial query: starting its first batch", "trial query: batch 0 done", "trial query: batch 1 done"]
+
+    class Endless(Query):
+        def awaitTermination(self, timeout):
+            return False
+
+    assert streams.await_termination(Endless(), "trial query", timeout_s=0) is False

@@ -19,6 +19,7 @@ import itertools
 import json
 from dataclasses import dataclass, field
 
+from ... import streams
 from ...config import CourseError
 
 ORDERS = 400
@@ -122,7 +123,7 @@ def run(dedupe, lesson, timeout_s: float = TIMEOUT_S) -> TrialResult:
     query = (deduped.writeStream.foreachBatch(collect).trigger(availableNow=True)
              .option("checkpointLocation", checkpoint).start())
     lesson.track(query)
-    if not query.awaitTermination(timeout_s):
+    if not streams.await_termination(query, "trial query", timeout_s):
         query.stop()
         raise CourseError(f"The trial query did not finish within {timeout_s:.0f} s. Is the broker up? "
                           "python -m deliverylab stack status")

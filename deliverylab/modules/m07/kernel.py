@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ... import streams
 from ...config import CourseError
 
 
@@ -36,7 +37,7 @@ def run_to_end(stream, checkpoint: str, table: str, errors=None) -> str | None:
     query = (stream.writeStream.format("delta").option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start(table))
     try:
-        query.awaitTermination()
+        streams.await_termination(query, "query reading the topic to its end")
     except Exception as error:  # noqa: BLE001 - the lesson prints what Spark said
         return (errors or first_line)(error)
     return None
@@ -57,7 +58,7 @@ def run_foreach_batch(stream, checkpoint: str, write) -> str:
     query = (stream.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start())
     try:
-        query.awaitTermination()
+        streams.await_termination(query, "foreachBatch query reading the topic to its end")
     except Exception as error:  # noqa: BLE001 - the lesson prints what happened
         return "stopped by the crash" if SimulatedCrash.__name__ in _with_causes(error) else first_line(error)
     return "finished"
