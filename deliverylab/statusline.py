@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from .stack.runner import STATUS_LINE
+
 #: How often the clock on an open line moves while nothing else changes.
 TICK_S = 1.0
 #: Back to the start of the terminal's line, and clear it.
@@ -143,7 +145,7 @@ class _NotebookView:
 
         self.widget = w.HTML(layout={"margin": "2px 0"})
         bundle = self.widget._repr_mimebundle_()
-        display({k: v for k, v in bundle.items() if k != "text/plain"}, raw=True)
+        display({k: v for k, v in bundle.items() if k != "text/plain"}, raw=True, metadata={STATUS_LINE: True})
 
     def show(self, text: str) -> None:
         import html

@@ -5,6 +5,7 @@ import queue
 import pytest
 
 from deliverylab import statusline
+from deliverylab.stack import runner
 
 
 class Terminal(io.StringIO):
@@ -105,6 +106,7 @@ def test_in_a_notebook_kernel_the_line_is_a_widget_nbval_does_not_compare_and_it
                 break
         displays = [m["content"] for m in messages if m["msg_type"] == "display_data"]
         assert [sorted(d["data"]) for d in displays] == [["application/vnd.jupyter.widget-view+json"]]
+        assert displays[0]["metadata"] == {runner.STATUS_LINE: True}  # executed and rendered copies drop it
         model_id = displays[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
         values = [m["content"]["data"]["state"].get("value", "") for m in messages
                   if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == model_id]
@@ -163,3 +165,10 @@ def test_a_long_query_wait_says_which_batch_the_query_has_finished(monkeypatch):
             return False
 
     assert streams.await_termination(Endless(), "trial query", timeout_s=0) is False
+
+
+def test_executed_and_rendered_copies_keep_no_status_line():
+    line = {"output_type": "display_data", "metadata": {runner.STATUS_LINE: True},
+            "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "abc"}}}
+    printed = {"output_type": "stream", "name": "stdout", "text": "verdict: exactly-once\n"}
+    assert runner.without_status_lines([line, printed]) == [printed]

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ..config import settings
+from . import runner
 
 _outputs: dict[Path, dict[int, list]] = defaultdict(dict)
 _seconds: dict[Path, float] = defaultdict(float)
@@ -94,7 +95,7 @@ def pytest_sessionfinish(session, exitstatus):
             continue
         nb = nbformat.read(str(notebook), as_version=4)
         for number, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
-            cell.outputs = cells.get(number, [])
+            cell.outputs = runner.without_status_lines(cells.get(number, []))
             cell.execution_count = number + 1 if number in cells else None
             for output in cell.outputs:
                 if "execution_count" in output:

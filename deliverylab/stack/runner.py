@@ -12,6 +12,9 @@ from pathlib import Path
 from ..config import CourseError
 
 CHECK_TAG = "nbval-check-output"
+#: The metadata key that marks a status line's output (deliverylab/statusline.py): it says what a cell
+#: waited for while it ran and means nothing afterwards, so no stored, executed or rendered copy keeps it.
+STATUS_LINE = "deliverylab_status_line"
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
 KEEP_MIME = ("text/plain",)
 
@@ -28,6 +31,11 @@ def _small(output):
     if output.get("output_type") == "error":
         output["traceback"] = []
     return output
+
+
+def without_status_lines(outputs: list) -> list:
+    """The outputs, less the status lines a long cell showed while it ran."""
+    return [o for o in outputs if not o.get("metadata", {}).get(STATUS_LINE)]
 
 
 def strip_unchecked(nb):

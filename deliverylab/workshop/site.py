@@ -88,6 +88,8 @@ def _link(target: str, anchor: str, pages: set[str], notebooks: Path, out: Path)
 def prepare(nb, pages: set[str], notebooks: Path, out: Path):
     """The executed notebook, ready for a static page: widgets replaced by a note, links rewritten."""
     for cell in nb.cells:
+        if "outputs" in cell:
+            cell.outputs = runner.without_status_lines(cell.outputs)
         if cell.cell_type == "markdown":
             cell.source = MARKDOWN_LINK.sub(lambda m: _link(m.group(1), m.group(2) or "", pages, notebooks, out),
                                             cell.source)

@@ -158,10 +158,11 @@ class NotebookPage:
     def prompts(self) -> list[str]:
         return [p.strip() for p in self.page.locator(f"{NOTEBOOK} .jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
 
-    def run_all(self, timeout_s: float = 240) -> float:
+    def run_all(self, timeout_s: float = 240, watch=None) -> float:
         """Run > Run All Cells, then wait until every code cell has run. Returns the seconds it took.
 
         A click that lands before the kernel is connected runs nothing; then it is clicked again.
+        ``watch()``, if given, is called about twice a second while the cells run.
         """
         started = time.monotonic()
         for _ in range(3):
@@ -171,16 +172,18 @@ class NotebookPage:
                 time.sleep(0.2)
             if not all(p == "[ ]:" for p in self.prompts()):
                 break
-        self.wait_idle(timeout_s, started)
+        self.wait_idle(timeout_s, started, watch)
         return time.monotonic() - started
 
-    def wait_idle(self, timeout_s: float = 240, started: float | None = None) -> None:
+    def wait_idle(self, timeout_s: float = 240, started: float | None = None, watch=None) -> None:
         started = started or time.monotonic()
         time.sleep(1)
         while time.monotonic() - started < timeout_s:
             prompts = self.prompts()
             if prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts):
                 return
+            if watch is not None:
+                watch()
             time.sleep(0.5)
         shot = self.screenshot("timeout")
         raise AssertionError(f"{self.name}: cells still running after {timeout_s} s: {self.prompts()} (see {shot})")
@@ -194,6 +197,16 @@ class NotebookPage:
     def text(self) -> str:
         """Everything the notebook on show says, as text."""
         return self.page.locator(NOTEBOOK).inner_text()
+
+    def save(self, path: Path, timeout_s: float = 30) -> None:
+        """File > Save Notebook; returns once ``path`` (the notebook's file on the server) has changed."""
+        before = path.stat().st_mtime_ns
+        self.menu("File", "Save Notebook")
+        deadline = time.monotonic() + timeout_s
+        while path.stat().st_mtime_ns == before:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name} was not saved within {timeout_s} s (screenshot: {self.screenshot('save')})")
+            time.sleep(0.2)
 
     def find(self, selector: str):
         """``selector`` inside the notebook on show."""

@@ -30,6 +30,7 @@ import pytest
 
 from deliverylab import course
 from deliverylab.config import settings
+from deliverylab.stack import runner
 from deliverylab.stack.nbcapture import executed_dir
 from labpage import RED_BOX, LabServer, NotebookPage
 
@@ -114,12 +115,43 @@ def live_server(tmp_path_factory, chromium_path):
 @pytest.mark.parametrize("lesson", LIVE_LESSONS)
 def test_a_lesson_runs_top_to_bottom_in_jupyterlab(live_server, page, lesson):
     nb = open_notebook(page, live_server, f"notebooks/{lesson}.ipynb")
-    seconds = nb.run_all()
+    status_lines = StatusLines(nb)
+    seconds = nb.run_all(watch=status_lines.look)
     assert_what_a_learner_sees(nb, ROOT / "notebooks" / f"{lesson}.ipynb", "run-all")
     print(f"{lesson}: Run All took {seconds:.0f} s in the browser")
     if lesson == "01-three-guarantees":
+        status_lines.check_shown_then_closed(live_server.root / "notebooks" / f"{lesson}.ipynb")
         check_the_crash_panel_after_run_all(nb)
         check_a_prediction_keeps_its_pick(nb)
+
+
+class StatusLines:
+    """The status line under a long cell (deliverylab.statusline), as the learner sees it during Run All."""
+
+    MARK = "⏳"
+
+    def __init__(self, nb: NotebookPage):
+        self.nb = nb
+        self.seen: set[str] = set()
+
+    def look(self) -> None:
+        lines = self.nb.find(".widget-html").filter(has_text=self.MARK)
+        try:
+            self.seen.update(t.strip() for t in lines.all_inner_texts())
+        except Exception:  # noqa: BLE001 - a line closed while it was read
+            pass
+
+    def check_shown_then_closed(self, saved: Path) -> None:
+        waits = [t for t in self.seen if re.search(r"starting a driver|crash armed|not yet committed", t)]
+        assert waits, f"no status line said what a long cell waited for; seen: {sorted(self.seen)[:5]}"
+        assert re.search(r" · \d+ s$", waits[0]), waits[0]  # with its clock
+        left = self.nb.find(".widget-html").filter(has_text=self.MARK).count()
+        assert left == 0, f"{left} status lines still shown after Run All (screenshot: {self.nb.screenshot('status')})"
+        self.nb.save(saved)  # a closed line is saved as closed: the notebook reopens without a dead widget
+        views = [o["data"]["application/vnd.jupyter.widget-view+json"]
+                 for cell in nbformat.read(str(saved), as_version=4).cells for o in cell.get("outputs", [])
+                 if o.get("metadata", {}).get(runner.STATUS_LINE)]
+        assert views and all(view["model_id"] == "" for view in views), f"status lines saved as: {views[:3]}"
 
 
 def panel_status(nb: NotebookPage) -> str:
