@@ -17,6 +17,7 @@ files) point at the files in the project.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import os
 import re
@@ -146,16 +147,22 @@ def build(root: Path | None = None, out: Path | None = None, execute: bool = Tru
     cache = out / ".executed"
     cache.mkdir(parents=True, exist_ok=True)
     lessons = course.lesson_notebooks(root)
-    pages, notebooks = [], {}
+    pages, notebooks, found = [], {}, {}
     for path in lessons:
         lesson = nbformat.read(str(path), as_version=4)
         copy = fresh_copy(lesson, [nbcapture.executed_dir() / "notebooks" / path.name])
         source = "test run"
         if copy is None:
             copy, source = fresh_copy(lesson, [cache / path.name]), "earlier site build"
-        if copy is None and execute:
+        found[path] = (copy, source)
+    to_run = [path for path, (copy, _) in found.items() if copy is None] if execute else []
+    if to_run:
+        log(cost_note(to_run))
+    for path, (copy, source) in found.items():
+        if path in to_run:
             log(f"running {path.name} (no fresh executed copy) ...")
-            copy, source = run(str(path)), "run now"
+            with clusters_stopped_after(course.needs_clusters(path.name), log):
+                copy, source = run(str(path)), "run now"
             nbformat.write(copy, str(cache / path.name))
         page = Page(path.stem, f"{path.stem[:2]} · {course.title(path.stem)}", source if copy else "not rendered")
         pages.append(page)
@@ -172,6 +179,35 @@ def build(root: Path | None = None, out: Path | None = None, execute: bool = Tru
     skipped = [p.module for p in pages if p.source == "not rendered"]
     log(f"site: {len(shown)} lesson page(s) in {out}/index.html" + (f"; not rendered: {', '.join(skipped)}" if skipped else ""))
     return pages
+
+
+def cost_note(to_run: list[Path]) -> str:
+    """What running the lessons without a fresh executed copy will cost, said before it starts."""
+    names = ", ".join(p.name[:2] for p in to_run)
+    note = (f"{len(to_run)} lesson(s) have no fresh executed copy ({names}): running them now takes about "
+            f"{max(1, round(1.5 * len(to_run)))} minutes on two cores")
+    if any(course.needs_clusters(p.name) for p in to_run):
+        note += ("; lesson 09 starts the local Spark and Kafka clusters (about 6 GB of memory) and stops them "
+                 "afterwards (`make test-cluster` leaves an executed copy of it instead)")
+    return note + ". `make test` leaves fresh copies of the others."
+
+
+@contextlib.contextmanager
+def clusters_stopped_after(needed: bool, log):
+    """Around running a lesson that starts the local clusters: stop afterwards those it started."""
+    from ..stack import brokers, cluster
+
+    was_up = (cluster.status().running, brokers.status().running) if needed else (True, True)
+    try:
+        yield
+    finally:
+        quiet = lambda message: None  # noqa: E731
+        if not was_up[0] and cluster.status().running:
+            cluster.down(log=quiet)
+            log("stopped the Spark cluster that the lesson started")
+        if not was_up[1] and brokers.status().running:
+            brokers.down(log=quiet)
+            log("stopped the Kafka cluster that the lesson started")
 
 
 def main(argv: list[str] | None = None) -> int:

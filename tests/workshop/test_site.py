@@ -1,6 +1,7 @@
 """make site: executed lessons as HTML pages, charts embedded, prev/next links, a contents page."""
 import base64
 import io
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -95,3 +96,30 @@ def test_a_changed_lesson_is_not_fresh(project):
     pages = site.build(root=project, execute=False, log=lambda m: None)
     assert [p.source for p in pages] == ["not rendered", "not rendered"]
     assert "not rendered: run <code>make site</code>" in (settings().state / "site" / "index.html").read_text()
+
+
+def test_it_says_what_running_costs_before_it_runs(project):
+    said = []
+    site.build(root=project, run=lambda path: executed(nbformat.read(path, as_version=4)), log=said.append)
+    assert said[0].startswith("1 lesson(s) have no fresh executed copy (01): running them now takes about 2 minutes")
+    assert said[1] == "running 01-three-guarantees.ipynb (no fresh executed copy) ..."
+    note = site.cost_note([Path("notebooks/08-capstone.ipynb"), Path("notebooks/09-beyond-the-driver.ipynb")])
+    assert "starts the local Spark and Kafka clusters (about 6 GB of memory) and stops them afterwards" in note
+
+
+@pytest.mark.parametrize("was_up", [False, True])
+def test_a_lesson_run_for_the_site_leaves_the_clusters_as_it_found_them(monkeypatch, was_up):
+    from types import SimpleNamespace
+
+    from deliverylab.stack import brokers, cluster
+
+    state = {"spark": was_up, "kafka": was_up}
+    monkeypatch.setattr(cluster, "status", lambda: SimpleNamespace(running=state["spark"]))
+    monkeypatch.setattr(brokers, "status", lambda: SimpleNamespace(running=state["kafka"]))
+    monkeypatch.setattr(cluster, "down", lambda log: state.update(spark=False))
+    monkeypatch.setattr(brokers, "down", lambda log: state.update(kafka=False))
+    said = []
+    with site.clusters_stopped_after(True, said.append):
+        state.update(spark=True, kafka=True)  # what lesson 09's first cell does
+    assert state == {"spark": was_up, "kafka": was_up}
+    assert len(said) == (0 if was_up else 2)
