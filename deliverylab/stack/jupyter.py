@@ -58,6 +58,9 @@ def lab_command(port: int, root: Path, open_browser: bool = False, token: str | 
         f"--ServerApp.root_dir={root}",
         f"--LabApp.default_url={LAB_TREE}{first}",  # also the address JupyterLab prints
         "--ServerApp.open_browser=" + ("True" if open_browser else "False"),
+        # kernels talk to the server over Unix sockets in Jupyter's runtime folder (this user's only),
+        # not over TCP ports that any user of the machine can reach: ipykernel warns of those per kernel
+        "--KernelManager.transport=ipc",
     ]
     if token is not None:
         cmd.append(f"--IdentityProvider.token={token}")

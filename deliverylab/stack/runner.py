@@ -62,13 +62,24 @@ def run(path: str, timeout_s: int = 900):
     """Run the notebook at ``path`` in a fresh kernel (in its own folder); return it with every output.
 
     The file itself is not changed (``make site`` renders what this returns)."""
+    import tempfile
+
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(Path(path).parent)}})
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="deliverylab-kernel-") as sockets:
+        # the kernel talks over Unix sockets in a folder of this user's, not TCP ports anyone on the
+        # machine can reach (ipykernel warns about unencrypted TCP for every kernel started that way)
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
+        client = NotebookClient(nb, km=km, timeout=timeout_s, allow_errors=True,
+                                resources={"metadata": {"path": str(Path(path).parent)}})
+        try:
+            client.execute()
+        finally:
+            if km.has_kernel:  # a kernel manager handed in is not shut down by nbclient
+                km.shutdown_kernel()
     return nb
 
 
