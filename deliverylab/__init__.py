@@ -60,6 +60,7 @@ Workshops, and the course to read without running (workshop/)
                  site (make site: lessons as HTML)
 
 Commands: doctor (environment check), bench (timings), __main__ (python -m deliverylab),
+running (what the course runs, by notebook kernel, with its memory: stack status),
 cluster_smoke (one Kafka->Delta batch on the Spark cluster), cluster_bench (the cluster figures).
 """
 from .config import CourseError
@@ -80,9 +81,10 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
 
     lesson = prepare(name, reset=reset, quiet=quiet)
     if uses_crash_lab(name):
-        from .crashlab import warm_up
+        from .crashlab import drivers
 
-        warm_up()
+        drivers.warm_up()
+        lesson.on_complete(drivers.release_standbys)  # a restart after the last cell boots a driver then
     if not quiet:
         from .workshop.button import show_reset_button
 

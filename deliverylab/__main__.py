@@ -77,6 +77,9 @@ def _stack(args) -> int:
 
         if brokers.status().running:  # the three-broker cluster, when it runs
             print(brokers.status().line())
+        from . import running
+
+        print("\n".join(running.report()))  # every course process, by notebook kernel, with its memory
         return 0 if st.running and st.answering else 1
     elif args.action == "reset":
         lesson.reset(all_learners=args.all_learners, learner=args.learner)

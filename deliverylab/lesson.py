@@ -39,6 +39,7 @@ class Lesson:
     folder: Path
     _queries: list = field(default_factory=list, repr=False)
     _cleanups: list = field(default_factory=list, repr=False)
+    _on_complete: list = field(default_factory=list, repr=False)
 
     # ---- names -------------------------------------------------------------
     @property
@@ -77,6 +78,10 @@ class Lesson:
     def on_cleanup(self, fn) -> None:
         self._cleanups.append(fn)
 
+    def on_complete(self, fn) -> None:
+        """Call ``fn()`` at ``lesson.complete()``: what the lesson no longer needs once it ran to the end."""
+        self._on_complete.append(fn)
+
     def cleanup(self) -> None:
         """Stop this lesson's streams and pipelines. Safe to call more than once."""
         for query in self._queries:
@@ -111,10 +116,14 @@ class Lesson:
     def complete(self) -> None:
         """The last cell of a lesson: record that the learner ran it to the end.
 
-        It stops nothing: pipelines keep running so the crash panel still works; they end
-        with the kernel, or at ``lesson.cleanup()``.
+        It stops no pipeline: pipelines keep running so the crash panel still works; they end
+        with the kernel, or at ``lesson.cleanup()``. What nothing needs any more ends here (the
+        standby drivers booted for restarts, see ``on_complete``).
         """
         from . import progress
+
+        for fn in self._on_complete:
+            fn()
 
         try:
             progress.record_lesson_complete(self.name)

@@ -92,7 +92,7 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
     ``pipeline`` is a variant's name, or your own pipeline function (then ``sink`` names its
     kind of sink). ``plan`` gives the crash points in order instead of ``points``/``crashes``.
     """
-    from .drivers import warm_up
+    from . import drivers
     from .pipeline import Pipeline
 
     quiet = log or (lambda msg: None)
@@ -101,7 +101,7 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
         quiet(message)
         line.step(message)
 
-    warm_up(standby=2)  # crashes come faster than one standby boots
+    drivers.warm_up(standby=2)  # crashes come faster than one standby boots
     variant = variants.custom(pipeline, sink_kind=sink) if callable(pipeline) else variants.variant(pipeline)
     plan = list(plan) if plan is not None else crash_plan(points, crashes, seed)
     rng = random.Random(seed + 1)
@@ -151,6 +151,8 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
         except BaseException:
             pipe.stop()
             raise
+        finally:
+            drivers.pool().trim(1)  # the second standby was for this run's quick crashes
     lost, dup = set(ledger.lost_ids), set(ledger.duplicated_ids)
     crashes_out = []
     for r in records:

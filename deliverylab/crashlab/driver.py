@@ -27,7 +27,7 @@ from ..stack import processes
 #: Error text kept for the notebook: the message and its causes, without JVM stack frames.
 ERROR_CHARS = 4000
 #: A standby nobody assigns work to ends after this long, giving its memory back.
-STANDBY_IDLE_S = 20 * 60
+STANDBY_IDLE_S = 5 * 60
 POLL_S = 0.05
 
 

@@ -15,7 +15,8 @@ DELIVERYLAB_STANDBY_WARM_UP=0 (config.py): on a learner's idle machine that make
 restart 1-2 s quicker; on a test run's busy cores it only takes CPU from the tests.
 
 Standbys live under ``.state/drivers/<notebook pid>/`` and end by themselves when the
-notebook process that started them goes away, or after 20 idle minutes.
+notebook process that started them goes away, after 5 idle minutes, or at ``lesson.complete()``
+(the last cell of a lesson). A chaos run boots two and keeps one when it ends.
 """
 from __future__ import annotations
 
@@ -139,11 +140,20 @@ class DriverPool:
         while len(self._ready) < self.standby:
             self._ready.append(self._spawn())
 
-    def shutdown(self) -> None:
+    def trim(self, keep: int) -> int:
+        """Keep at most ``keep`` standbys (the warmest); from now on a crash boots ``max(keep, 1)``.
+        Returns how many were stopped."""
         with self._lock:
-            for driver in self._ready:
-                driver.kill()
-            self._ready.clear()
+            self.standby = max(keep, 1)
+            self._ready = [d for d in self._ready if d.running]
+            self._ready.sort(key=lambda d: not d.warm)
+            extra, self._ready = self._ready[keep:], self._ready[:keep]
+        for driver in extra:
+            driver.kill()
+        return len(extra)
+
+    def shutdown(self) -> None:
+        self.trim(0)
 
 
 _pool: DriverPool | None = None
@@ -164,6 +174,12 @@ def pool() -> DriverPool:
 def warm_up(standby: int = 1) -> None:
     """Start booting ``standby`` drivers now, so the next pipeline starts (or restarts) quickly."""
     pool().fill(standby)
+
+
+def release_standbys() -> int:
+    """Stop the standbys that are waiting (the end of a lesson: each holds a JVM of about 300 MB).
+    The next crash boots one again. Returns how many were stopped."""
+    return pool().trim(0)
 
 
 def _remove_homes_of_ended_processes(base: Path) -> None:

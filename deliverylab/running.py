@@ -1,0 +1,159 @@
+"""What the course has running on this machine, and the memory each piece holds.
+
+    python -m deliverylab stack status     # the broker's line, then this table
+
+Every process of this copy of the course is found in /proc by a path of the project in its
+command line (its venv, its .state folder), given a role from its command line, and counted with
+its resident memory (RSS). Processes a notebook kernel started (its Spark session's JVM, crash-lab
+drivers and their JVMs, module 01's consumers) are listed under that kernel, so a learner sees
+which open lesson holds what. Linux only; elsewhere the table is empty.
+
+``classify`` and ``lines`` are pure functions of a process table, tested without a machine.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import settings
+from .crashlab.files import DriverHome
+from .stack import processes
+
+#: Roles, from the command line, first match wins.
+ROLES = (
+    ("kafka.Kafka", "Kafka broker"),
+    ("org.apache.spark.deploy.master.Master", "Spark master"),
+    ("org.apache.spark.deploy.worker.Worker", "Spark worker"),
+    ("CoarseGrainedExecutorBackend", "Spark executor"),
+    ("deliverylab.crashlab.driver", "crash-lab driver"),
+    ("deliverylab.modules.m01.process", "lesson 01 consumer"),
+    ("ipykernel_launcher", "notebook kernel"),
+    ("jupyter-lab", "JupyterLab"),
+    ("jupyter lab", "JupyterLab"),
+)
+
+
+@dataclass
+class Proc:
+    pid: int
+    ppid: int
+    argv: list[str]
+    rss_kb: int
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.argv)
+
+    @property
+    def is_jvm(self) -> bool:
+        return bool(self.argv) and Path(self.argv[0]).name == "java"
+
+
+def role(proc: Proc, table: dict[int, Proc]) -> str:
+    """What a process is. A JVM without a role of its own is its parent's Spark session."""
+    for needle, name in ROLES:
+        if needle in proc.command:
+            if name == "crash-lab driver":
+                return f"crash-lab driver ({_driver_state(proc)})"
+            return name
+    parent = table.get(proc.ppid)
+    if proc.is_jvm and parent is not None:
+        return "its Spark JVM" if "crash-lab driver" in role(parent, table) else "its Spark session (JVM)"
+    if proc.is_jvm and _drivers_folder_owner(proc) is not None:
+        return "Spark JVM of a crash-lab driver that ended"
+    return "course process"
+
+
+def _drivers_folder_owner(proc: Proc) -> int | None:
+    """The kernel whose drivers folder (.state/drivers/<kernel pid>/) the command line names."""
+    for arg in proc.argv:
+        _, found, rest = arg.partition("/drivers/")
+        number = rest.split("/", 1)[0]
+        if found and number.isdigit():
+            return int(number)
+    return None
+
+
+def _driver_state(proc: Proc) -> str:
+    """A driver runs a pipeline once it has an assignment; before that it is a standby."""
+    home = next((a for a in proc.argv if "/drivers/" in a), None)
+    if home is None:
+        return "pipeline"
+    try:
+        spec = json.loads(DriverHome(Path(home)).assignment.read_text())
+    except (OSError, ValueError):
+        return "standby"
+    return f"pipeline {spec.get('name', '?')}"
+
+
+def owner(proc: Proc, table: dict[int, Proc]) -> int | None:
+    """The notebook kernel a process belongs to (itself, its parent chain, or the parent its
+    command line names: a driver whose kernel died is reparented), or None."""
+    seen = set()
+    while proc is not None and proc.pid not in seen:
+        seen.add(proc.pid)
+        if "ipykernel_launcher" in proc.command:
+            return proc.pid
+        _, named = processes.parent_pid_from(proc.argv)
+        up = named or proc.ppid
+        if up not in table and _drivers_folder_owner(proc) in table:  # its driver ended first
+            up = _drivers_folder_owner(proc)
+        proc = table.get(up)
+    return None
+
+
+def classify(procs: list[Proc]) -> list[dict]:
+    """``[{pid, role, rss_mb, jvm, kernel}]`` for each process, kernels first by pid, then the rest."""
+    table = {p.pid: p for p in procs}
+    rows = [{"pid": p.pid, "role": role(p, table), "rss_mb": round(p.rss_kb / 1024), "jvm": p.is_jvm,
+             "kernel": owner(p, table),
+             "next_to": p.ppid if p.is_jvm and p.ppid in table else p.pid}  # a JVM right under its parent
+            for p in procs]
+    return sorted(rows, key=lambda r: (r["kernel"] is None, r["kernel"] or 0, r["role"] != "notebook kernel",
+                                       r["next_to"], r["jvm"], r["pid"]))
+
+
+def lines(rows: list[dict]) -> list[str]:
+    """The table as text: one line a process, each kernel's processes under it, totals last."""
+    if not rows:
+        return ["course processes: none running"]
+    out = []
+    for row in rows:
+        indent = "    " if row["kernel"] is not None and row["role"] != "notebook kernel" else ""
+        label = f"{indent}{row['role']}"
+        out.append(f"  {label:<44} pid {row['pid']:<8} {row['rss_mb']:>6} MB")
+    jvms = sum(r["jvm"] for r in rows)
+    total = sum(r["rss_mb"] for r in rows)
+    kernels = len({r["kernel"] for r in rows if r["kernel"] is not None})
+    out.append(f"course processes: {len(rows)} ({jvms} JVMs), {kernels} notebook kernel(s), "
+               f"{total / 1024:.1f} GB resident")
+    return out
+
+
+def course_procs(within: list[str] | None = None) -> list[Proc]:
+    """This copy's processes, read from /proc: those whose command line names the project's root."""
+    marks = [m.encode() for m in (within or [str(settings().root) + "/"])]
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\x00")
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        if not any(m in a for a in argv for m in marks):
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        rss = int(fields.get("VmRSS", "0 kB").split()[0])
+        found.append(Proc(int(entry.name), int(fields.get("PPid", "0")),
+                          [a.decode(errors="replace") for a in argv if a], rss))
+    return [p for p in found if _is_a_course_process(p)]
+
+
+def _is_a_course_process(proc: Proc) -> bool:
+    """Not a shell or a tool that only names the project (make, pytest, this command itself)."""
+    return any(needle in proc.command for needle, _ in ROLES) or proc.is_jvm
+
+
+def report() -> list[str]:
+    return lines(classify(course_procs()))
