@@ -24,7 +24,7 @@ UNIT_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -rs
 PIP_INSTALL := $(VENV)/bin/pip install --quiet --disable-pip-version-check --no-compile
 
-.PHONY: setup lab test test-cluster stop bench doctor clean site
+.PHONY: setup lab update test test-cluster stop bench doctor clean site
 
 $(INSTALLED): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed, found " + sys.version.split()[0] + ". Run: make PYTHON=python3.11 ...")'
@@ -51,6 +51,13 @@ lab: setup
 	$(PY) -m deliverylab stack up || exit $$?; \
 	$(PY) -m deliverylab jupyter lab $(LAB_OPTIONS); status=$$?; \
 	if [ $$status -eq 2 ] && [ $$broker_was_up -ne 0 ]; then $(PY) -m deliverylab stack down; fi; exit $$status
+
+## update: pull the course's updates, then bring them into your copies in my-work/ (a copy you edited is
+## kept, and the new version is put next to it); `make lab` does the second step too
+update:
+	git pull --ff-only
+	$(MAKE) --no-print-directory setup
+	$(PY) -m deliverylab mywork
 
 ## test: setup, then pytest, nbval over every notebook, and the browser test; the broker is stopped at the end
 ## (DELIVERYLAB_REDUCED=1: the capstone's matrix runs a sample of its variants; DELIVERYLAB_STANDBY_WARM_UP=0:

@@ -22,7 +22,8 @@ Labs, quizzes and progress
     quiz         quizzes and predictions (ipywidgets)    progress  the learner's progress store
 
 The machine (stack/: imports no course code)
-    stack/       java, jars (+ ivy/), broker, kafka clients, session (+ classarchive), processes, jupyter,
+    stack/       java, jars (+ ivy/), broker, kafka clients, session (+ classarchive), processes, jupyter
+                 (+ workcopy: the learner's copies in my-work/),
                  runner, nbcapture (keeps what nbval executed, for the browser test),
                  flaky (a proxy that loses produce replies), cluster (a local Spark standalone
                  cluster: master + 2 workers), brokers (a three-broker Kafka cluster),

@@ -4,6 +4,7 @@
     stack up|down|status|reset|wipe
     doctor                      check Java, memory, ports, jars and the broker
     jupyter lab|stop            JupyterLab on lesson 00 (127.0.0.1, token on)
+    mywork                      bring course updates into your copies of the notebooks (my-work/)
     labs build|check            generate labs from solutions / verify they are in sync
     progress                    modules done, checks passed, quiz scores
     notebooks execute NB...     run a notebook, keep only the outputs nbval compares
@@ -85,6 +86,15 @@ def _stack(args) -> int:
         lesson.reset(all_learners=args.all_learners, learner=args.learner)
     elif args.action == "wipe":
         broker.wipe()
+    return 0
+
+
+def _mywork(args) -> int:
+    from .stack import workcopy
+
+    done = workcopy.refresh()
+    if not any(done.values()):
+        print(f"your copies in {workcopy.WORK_DIR}/ are up to date")
     return 0
 
 
@@ -176,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument("--learner", help="with reset: that learner's course data (refused on a shared broker)")
     stack.set_defaults(fn=_stack)
     sub.add_parser("doctor", help="check the machine and the stack").set_defaults(fn=_doctor)
+    sub.add_parser("mywork", help="bring course updates into your copies of the notebooks (my-work/)",
+                   ).set_defaults(fn=_mywork)
     jup = sub.add_parser("jupyter", help="start JupyterLab on lesson 00 (127.0.0.1, token on), or stop it")
     jup.add_argument("action", choices=["lab", "stop"])
     jup.add_argument("--no-browser", action="store_true")

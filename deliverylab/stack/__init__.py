@@ -4,6 +4,7 @@
     broker     the real Kafka broker (KRaft)      kafka     admin client, topics, offsets, groups
     session    the SparkSession of a process       processes child processes: spawn, watch, kill
     jupyter    JupyterLab for `make lab`          runner    execute a notebook, keep checked outputs
+    workcopy   the learner's own copies of the notebooks (my-work/), which course updates never collide with
     nbcapture  a pytest plugin keeping every notebook as nbval executed it, with its timings
     flaky      a loopback proxy that loses produce replies: a real network fault for retries
     cluster    a local Spark standalone cluster (master + 2 workers): cluster up|down|status

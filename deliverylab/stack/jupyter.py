@@ -1,7 +1,7 @@
 """Starting and stopping the course's JupyterLab (``make lab`` / ``make stop``).
 
 JupyterLab listens on 127.0.0.1 only, keeps its token authentication on, and opens on
-lesson 00. Run as root (common in containers and cloud notebooks) it is started with
+lesson 00 of the learner's own copies (``my-work/``, see workcopy.py). Run as root (common in containers and cloud notebooks) it is started with
 ``allow_root``, which JupyterLab otherwise refuses. A second ``make lab`` while one runs
 prints the running one's address and exits 0, starting and stopping nothing. The browser test starts its
 JupyterLab with the same :func:`lab_command`.
@@ -77,7 +77,9 @@ def running_servers() -> list[dict]:
     """
     from jupyter_core.paths import jupyter_runtime_dir
 
-    root = str(settings().root)
+    from .workcopy import work_dir
+
+    root = str(work_dir().resolve())
     servers = []
     for file in sorted(Path(jupyter_runtime_dir()).glob("jpserver-*.json")):
         try:
@@ -108,10 +110,13 @@ def lab(open_browser: bool = True) -> int:
             f"`DELIVERYLAB_JUPYTER_PORT={s.jupyter_port + 1} make lab`."
         )
     ship_lab_settings()
+    from .workcopy import refresh, work_dir
+
+    refresh()  # JupyterLab shows the learner's copies (my-work/), never the files git tracks
     note = " (as root: started with allow_root)" if running_as_root() else ""
     print(f"Starting JupyterLab on http://{HOST}:{s.jupyter_port}{note}; it opens on lesson 00.")
     started = time.monotonic()
-    proc = subprocess.Popen(lab_command(s.jupyter_port, s.root, open_browser), cwd=s.root,
+    proc = subprocess.Popen(lab_command(s.jupyter_port, work_dir(), open_browser), cwd=s.root,
                             env=dict(os.environ, PYTHONNOUSERSITE="1"))
     _announce(proc)
     code = proc.wait()
