@@ -25,9 +25,12 @@ LAB_TREE = "/lab/tree/"
 
 
 #: JupyterLab settings the course ships (as JupyterLab's overrides.json in the venv): no pop-up asking
-#: whether to fetch Jupyter's news, and no update check (the course pins its versions). A learner can
+#: whether to fetch Jupyter's news, and no update check (the course pins its versions); widget state
+#: saved with the notebook, so a lesson reopened after its kernel has gone shows its crash panel and
+#: predictions as they were instead of "Error displaying widget: model not found". A learner can
 #: still change them in Settings; their own choice wins.
-LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+                 "@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 
 
 def ship_lab_settings(prefix: str | Path = sys.prefix) -> Path:

@@ -63,6 +63,7 @@ class LabServer:
             path = lab_settings / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
+        jupyter.ship_lab_settings()  # the course's own defaults, as `make lab` writes them
         self.token = secrets.token_hex(16)
         self.port = free_port()
         env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(lab_settings),

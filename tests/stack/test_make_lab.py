@@ -58,7 +58,8 @@ def test_the_course_s_jupyterlab_settings_join_other_overrides(tmp_path):
     assert json.loads(overrides.read_text()) == {
         "@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
         "@jupyterlab/apputils-extension:notification": {"doNotDisturbMode": True, "fetchNews": "false",
-                                                        "checkForUpdates": False}}
+                                                        "checkForUpdates": False},
+        "@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 
 
 def test_a_second_make_lab_leaves_jupyterlab_and_the_broker_running():
