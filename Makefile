@@ -46,6 +46,7 @@ setup: $(INSTALLED)
 
 ## lab: setup, start the broker, open JupyterLab on lesson 00. Run again while JupyterLab runs, it prints the
 ## address and changes nothing; if JupyterLab cannot start, a broker that this same command started is stopped again
+lab site: export PYTHONUNBUFFERED := 1
 lab: setup
 	@$(PY) -m deliverylab stack status >/dev/null 2>&1; broker_was_up=$$?; \
 	$(PY) -m deliverylab stack up || exit $$?; \

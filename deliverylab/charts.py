@@ -54,6 +54,9 @@ PALETTE = {
 }
 
 FIGSIZE = (6.0, 3.0)
+#: The widest a chart is drawn, in inches (at 100 dpi): JupyterLab shows an image wider than its
+#: output area scaled down, and a 13-inch chart's 8-point labels came out 6 pixels tall.
+MAX_WIDTH = 9.0
 
 #: Matplotlib settings behind the course look. DejaVu Sans ships with matplotlib, so
 #: the text renders the same on every machine.
@@ -154,13 +157,15 @@ def duplicate_count_chart(ledgers: Mapping[str, Ledger] | Sequence[Ledger], titl
     named = _named_ledgers(ledgers)
     width = 0.2
     with course_style():
-        fig, ax = new_figure((max(FIGSIZE[0], 2.0 * len(named) + 1.5), FIGSIZE[1]))
+        fig, ax = new_figure((min(MAX_WIDTH, max(FIGSIZE[0], 2.0 * len(named) + 1.5)),
+                              FIGSIZE[1] + (0.6 if len(named) > 3 else 0)))
         for slot, (role, attribute) in enumerate(_LEDGER_BARS):
             xs = [group + (slot - 1.5) * width for group in range(len(named))]
             heights = [getattr(ledger, attribute) for _, ledger in named]
             bars = ax.bar(xs, heights, width=width, color=PALETTE[role], label=role)
             ax.bar_label(bars, padding=2, fontsize=7)
-        ax.set_xticks(range(len(named)), [f"{name}\n{ledger.verdict}" for name, ledger in named])
+        ax.set_xticks(range(len(named)), [f"{name}\n{ledger.verdict}" for name, ledger in named],
+                      fontsize=8 if len(named) <= 3 else 7)
         ax.set_ylabel("order ids")
         ax.set_xlabel("pipeline")
         ax.set_title(title or "What reached the sink, per pipeline")

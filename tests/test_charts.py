@@ -171,3 +171,12 @@ def test_a_chart_shows_itself_as_a_png_without_the_inline_backend(build):
     data, _ = DisplayFormatter().format(build())  # what a kernel sends for a cell's last expression
     assert data["image/png"].startswith(b"\x89PNG")
     assert data["text/plain"].startswith("<CourseFigure size")
+
+
+def test_a_chart_of_many_pipelines_is_no_wider_than_the_notebook_shows_unscaled():
+    """JupyterLab scales down an image wider than its output area: a 13.5-inch chart of six pipelines
+    showed its 8-point labels 6 pixels tall. Charts stop at MAX_WIDTH and grow a little taller instead."""
+    produced = [(f"o-{n}", "1.00") for n in range(10)]
+    many = {f"pipeline_{n}": reconcile(produced, produced, label=f"pipeline_{n}") for n in range(6)}
+    width, height = charts.duplicate_count_chart(many).get_size_inches()
+    assert width <= charts.MAX_WIDTH and height > charts.FIGSIZE[1]

@@ -23,7 +23,8 @@ def missing_revenue_chart(ledgers: Mapping, title: str | None = None):
     delivered = [min(l.revenue_observed, l.revenue_expected) for l in ledgers.values()]
     missing = [max(Decimal(0), l.revenue_expected - l.revenue_observed) for l in ledgers.values()]
     with charts.course_style():
-        fig, ax = charts.new_figure((max(charts.FIGSIZE[0], 1.8 * len(names) + 2.0), charts.FIGSIZE[1]))
+        fig, ax = charts.new_figure((min(charts.MAX_WIDTH, max(charts.FIGSIZE[0], 1.8 * len(names) + 2.0)),
+                                     charts.FIGSIZE[1]))
         xs = range(len(names))
         ax.bar(xs, [float(d) for d in delivered], width=0.55, color=charts.PALETTE["delivered once"],
                label="revenue delivered")
