@@ -60,7 +60,8 @@ Workshops, and the course to read without running (workshop/)
                  board (the instructor's live table), join (workshop.ini), button (Reset lesson),
                  site (make site: lessons as HTML)
 
-Commands: doctor (environment check), bench (timings), __main__ (python -m deliverylab),
+Commands: doctor (environment check), bench (timings), lesson_bench (each lesson's Run All: time, slowest
+cell, what its kernel holds afterwards), __main__ (python -m deliverylab),
 running (what the course runs, by notebook kernel, with its memory: stack status),
 cluster_smoke (one Kafka->Delta batch on the Spark cluster), cluster_bench (the cluster figures).
 """

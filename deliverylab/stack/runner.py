@@ -58,10 +58,11 @@ def strip_unchecked(nb):
     return nb
 
 
-def run(path: str, timeout_s: int = 900):
+def run(path: str, timeout_s: int = 900, after=None):
     """Run the notebook at ``path`` in a fresh kernel (in its own folder); return it with every output.
 
-    The file itself is not changed (``make site`` renders what this returns)."""
+    The file itself is not changed (``make site`` renders what this returns). ``after(km)``, if given,
+    is called once the last cell has run, while the kernel still runs (lesson_bench counts its processes)."""
     import tempfile
 
     import nbformat
@@ -77,6 +78,8 @@ def run(path: str, timeout_s: int = 900):
                                 resources={"metadata": {"path": str(Path(path).parent)}})
         try:
             client.execute()
+            if after is not None:
+                after(km)
         finally:
             if km.has_kernel:  # a kernel manager handed in is not shut down by nbclient
                 km.shutdown_kernel()
