@@ -127,6 +127,23 @@ def test_a_lesson_runs_top_to_bottom_in_jupyterlab(live_server, page, lesson):
         check_it_reopens_without_a_dead_widget(nb, live_server, saved)
 
 
+#: Lessons with the longest cells, run with Run All by `make test-run-all` (too long for `make test`).
+LONG_LESSONS = {"04-at-least-once": r"crash armed|not yet committed|trial query",
+                "08-capstone": r"guarantee matrix · \d+ of \d+ done"}
+
+
+@pytest.mark.run_all
+@pytest.mark.parametrize("lesson", sorted(LONG_LESSONS))
+def test_a_long_lesson_says_what_its_long_cells_wait_for(live_server, page, lesson):
+    nb = open_notebook(page, live_server, f"notebooks/{lesson}.ipynb")
+    status_lines = StatusLines(nb)
+    seconds = nb.run_all(timeout_s=900, watch=status_lines.look)
+    print(f"{lesson}: Run All took {seconds:.0f} s in the browser; status lines seen: {len(status_lines.seen)}")
+    assert_what_a_learner_sees(nb, ROOT / "notebooks" / f"{lesson}.ipynb", "run-all")
+    assert any(re.search(LONG_LESSONS[lesson], t) for t in status_lines.seen), sorted(status_lines.seen)[:10]
+    status_lines.check_shown_then_closed(live_server.root / "notebooks" / f"{lesson}.ipynb")
+
+
 class StatusLines:
     """The status line under a long cell (deliverylab.statusline), as the learner sees it during Run All."""
 
