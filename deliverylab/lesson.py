@@ -116,9 +116,10 @@ class Lesson:
     def complete(self) -> None:
         """The last cell of a lesson: record that the learner ran it to the end.
 
-        It stops no pipeline: pipelines keep running so the crash panel still works; they end
-        with the kernel, or at ``lesson.cleanup()``. What nothing needs any more ends here (the
-        standby drivers booted for restarts, see ``on_complete``).
+        What the learner no longer needs ends here (``on_complete``): the pipelines no crash panel
+        shows, and the standby drivers booted for restarts. A pipeline in a crash panel keeps
+        running, so the panel still works after Run All; it ends with the kernel, or at
+        ``lesson.cleanup()``.
         """
         from . import progress
 

@@ -60,6 +60,7 @@ class CrashPanel:
         self.widget = w.VBox([w.HBox([self.point, self.crash_button, self.restart_button, self.refresh_button]),
                               self.status, self.output])
         self._busy_now = False
+        pipe.in_a_panel = True  # lesson.complete() leaves it running
         pipe.on_change(self.refresh)
         self.refresh()
 

@@ -94,9 +94,12 @@ class Pipeline(PipelineRecord):
         self._new_query = False
         self._started_at = 0.0
         self._listeners: list = []
+        self.in_a_panel = False  # a CrashPanel shows it: it keeps running after the lesson's last cell
+        self._released = False  # stopped by lesson.complete(): the next move starts it again
         self.run_dir.mkdir(parents=True, exist_ok=True)
         lesson.track(self)
         lesson.on_cleanup(self.stop)
+        lesson.on_complete(self._stop_unless_in_a_panel)
 
     def __repr__(self) -> str:
         return f"<Pipeline {self.status_line()}>"
@@ -170,6 +173,7 @@ class Pipeline(PipelineRecord):
 
     def restart(self, wait: bool = True) -> "Pipeline":
         """Start again after a crash or a stop, from the same checkpoint (at-most-once: a new one)."""
+        self._released = False
         if self.running:
             raise CourseError(f"Pipeline {self.name!r} is running; there is nothing to restart. "
                               "Crash it first (e.g. .crash('after_sink_write')) or .stop() it.")
@@ -218,6 +222,21 @@ class Pipeline(PipelineRecord):
             self.driver.stop()
             self._changed()
 
+    def _stop_unless_in_a_panel(self) -> None:
+        """At ``lesson.complete()``: a pipeline no crash panel shows has done its part; its driver
+        (a JVM of several hundred MB) ends. One in a panel keeps running, so the buttons still work."""
+        if not self.in_a_panel and self.running:
+            self.stop()
+            self._released = True
+
+    def _resume_if_released(self) -> None:
+        """A learner who runs a cell again after the lesson's end finds the pipeline as the cell left it:
+        stopped cleanly by ``lesson.complete()``, it restarts from its checkpoint (nothing lost or repeated)."""
+        if self._released and not self.running:
+            self._released = False
+            statusline.say(f"{self.name}: starting it again (it was stopped at the lesson's end to free memory)")
+            self.restart()
+
     def delete_checkpoint(self) -> None:
         """Delete the pipeline's checkpoint (stopped pipelines only): the next start is a new query."""
         if self.running:
@@ -231,6 +250,7 @@ class Pipeline(PipelineRecord):
         """Write the next ``n`` orders (numbered after those already produced) to the pipeline's topic."""
         from ..orders import produce_orders
 
+        self._resume_if_released()  # before the orders, so a latest-offsets restart does not skip them
         orders = produce_orders(self.lesson.bootstrap, self.topic, n, seed=self.seed,
                                 start=len(self.produced), progress=progress)
         self.produced.extend(orders)
@@ -243,6 +263,7 @@ class Pipeline(PipelineRecord):
         """
         from ..orders import produce
 
+        self._resume_if_released()
         known = {o["order_id"] for o in self.produced}
         repeated = sorted({o["order_id"] for o in orders} & known)
         if repeated or len({o["order_id"] for o in orders}) != len(orders):
@@ -275,6 +296,7 @@ class Pipeline(PipelineRecord):
 
     def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Wait until the running driver has committed batches covering everything in its topic so far."""
+        self._resume_if_released()
         target = kafka.end_offsets(self.lesson.bootstrap, self.topic)
         deadline = time.monotonic() + timeout_s
         said = None
@@ -298,6 +320,7 @@ class Pipeline(PipelineRecord):
     # ---- crashes -------------------------------------------------------------
     def arm(self, point: str, batch: int | None = None) -> None:
         """Arm a crash at ``point`` for batch ``batch`` (None: the next batch to get there)."""
+        self._resume_if_released()
         if not self.running:
             raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before arming a crash.")
         crashpoints.arm(self.driver.home.crash, point, batch, extra=self.variant.crash_points)
@@ -312,6 +335,7 @@ class Pipeline(PipelineRecord):
         wherever they are; its ``batch`` is the batch left planned but uncommitted, if any.
         """
         crashpoints.check_point(point, allow_now=True, extra=self.variant.crash_points)
+        self._resume_if_released()
         if not self.running:
             raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before crashing it.")
         if point == crashpoints.CRASH_NOW:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from deliverylab import CourseError, crashlab
+from deliverylab.stack import kafka
 
 pytestmark = pytest.mark.stack
 
@@ -117,6 +118,24 @@ def test_panel_crash_restart_and_replay_marks(lesson):
         charts.duplicate_count_chart([ledger])
         # a clean stop leaves no py4j listener error in the log
         assert "Error while sending a command" not in pipe.driver.home.log.read_text()
+    finally:
+        pipe.stop()
+
+
+def test_the_lessons_end_stops_a_pipeline_no_panel_shows_and_the_next_move_restarts_it(lesson):
+    """lesson.complete() frees the drivers of finished demos (a panel's pipeline stays); a learner who then
+    runs one of their cells again finds the pipeline started again from its checkpoint, not an error."""
+    pipe = crashlab.Pipeline(lesson, "at_least_once", name="released", max_per_batch=100).start()
+    try:
+        pipe.produce(50)
+        pipe.drain()
+        lesson.complete()
+        assert not pipe.running and pipe.status()["state"] == "stopped"
+        pipe.produce(50)  # the cell run again
+        assert pipe.running and pipe.starts == 2
+        pipe.drain()
+        done = pipe.committed_offsets()
+        assert all(done.get(p, -1) >= end for p, end in kafka.end_offsets(lesson.bootstrap, pipe.topic).items())
     finally:
         pipe.stop()
 
