@@ -32,7 +32,8 @@ $(INSTALLED): requirements.txt pyproject.toml
 	@# pyspark first: the JVM jars resolve with the Ivy inside it (mostly waiting on Maven Central)
 	@# while pip installs everything else, which saves a fresh setup about 25 s. --no-compile: Python
 	@# compiles a module on its first import, so only what the course imports gets compiled (8 s less).
-	$(PIP_INSTALL) "$$(grep -E '^pyspark==' requirements.txt)"
+	@# --use-pep517: pyspark comes as a source archive; pip's legacy setup.py build of it prints a DEPRECATION warning
+	$(PIP_INSTALL) --use-pep517 "$$(grep -E '^pyspark==' requirements.txt)"
 	@echo "resolving the JVM jars while pip installs the other packages ..."
 	@PYTHONPATH=. $(PY) -m deliverylab setup --jars-only & jars=$$!; \
 	$(PIP_INSTALL) -r requirements.txt && $(PIP_INSTALL) --no-deps -e .; pip=$$?; \
