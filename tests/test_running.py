@@ -67,9 +67,11 @@ class StandIn:
 
 def test_trim_keeps_the_warmest_standbys_and_release_stops_them_all(tmp_path, monkeypatch):
     pool = drivers.DriverPool(tmp_path, standby=2)
+    pool.warm_up = False  # as during a chaos run
     cold, warm = StandIn(False), StandIn(True)
     pool._ready = [cold, warm]
     assert pool.trim(1) == 1 and pool._ready == [warm] and cold.killed and pool.standby == 1
+    assert pool.warm_up  # standbys booted after the run warm up again
     monkeypatch.setattr(drivers, "_pool", pool)
     assert drivers.release_standbys() == 1 and warm.killed and pool._ready == []
     assert pool.standby == 1  # the next crash still boots one for its restart

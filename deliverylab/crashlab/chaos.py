@@ -71,7 +71,7 @@ def _totals(ledger) -> dict:
 def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders: int = DEFAULT_ORDERS,
               seed: int = 7, max_per_batch: int = DEFAULT_MAX_PER_BATCH, downtime_orders: int | None = None,
               name: str | None = None, log=None, keep_pipe: bool = False, plan: list[str] | None = None,
-              sink: str = "delta") -> dict:
+              sink: str = "delta", standbys_after: int | None = 1) -> dict:
     """Crash ``pipeline`` at each point of the plan, restart it each time, and return the ledger as a dict.
 
     ``orders`` are split into equal chunks: one before the first crash, then one per
@@ -91,6 +91,8 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
 
     ``pipeline`` is a variant's name, or your own pipeline function (then ``sink`` names its
     kind of sink). ``plan`` gives the crash points in order instead of ``points``/``crashes``.
+    The run boots two standby drivers; ``standbys_after`` of them are kept when it ends (None: all,
+    for a caller that runs another chaos run next, such as the capstone's matrix).
     """
     from . import drivers
     from .pipeline import Pipeline
@@ -101,7 +103,9 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
         quiet(message)
         line.step(message)
 
-    drivers.warm_up(standby=2)  # crashes come faster than one standby boots
+    # crashes come faster than one standby boots, and faster than a standby's warm-up pays back: on two
+    # busy cores the warm-up only takes CPU from the run
+    drivers.warm_up(standby=2, warm=False)
     variant = variants.custom(pipeline, sink_kind=sink) if callable(pipeline) else variants.variant(pipeline)
     plan = list(plan) if plan is not None else crash_plan(points, crashes, seed)
     rng = random.Random(seed + 1)
@@ -152,7 +156,8 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
             pipe.stop()
             raise
         finally:
-            drivers.pool().trim(1)  # the second standby was for this run's quick crashes
+            if standbys_after is not None:
+                drivers.pool().trim(standbys_after)  # the second one was for this run's quick crashes
     lost, dup = set(ledger.lost_ids), set(ledger.duplicated_ids)
     crashes_out = []
     for r in records:

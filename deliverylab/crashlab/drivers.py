@@ -16,7 +16,7 @@ restart 1-2 s quicker; on a test run's busy cores it only takes CPU from the tes
 
 Standbys live under ``.state/drivers/<notebook pid>/`` and end by themselves when the
 notebook process that started them goes away, after 5 idle minutes, or at ``lesson.complete()``
-(the last cell of a lesson). A chaos run boots two and keeps one when it ends.
+(the last cell of a lesson). A chaos run boots two, without the warm-up, and keeps one when it ends.
 """
 from __future__ import annotations
 
@@ -94,6 +94,7 @@ class DriverPool:
     def __init__(self, root: Path, standby: int = 1):
         self.root = root
         self.standby = standby
+        self.warm_up = True  # False: new standbys skip their warm-up (a chaos run: crashes come faster)
         self._ready: list[Driver] = []
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()  # the chaos tests crash two pipelines from two threads
@@ -105,8 +106,10 @@ class DriverPool:
         home = DriverHome(Path(tempfile.mkdtemp(prefix=f"d{next(self._numbers):03d}-", dir=self.root)))
         home.tmp.mkdir()
         # TMPDIR: Python's temporary files, and the JVM's through session.spark_conf
-        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log,
-                               env={"TMPDIR": str(home.tmp)})
+        env = {"TMPDIR": str(home.tmp)}
+        if not self.warm_up:
+            env["DELIVERYLAB_STANDBY_WARM_UP"] = "0"
+        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log, env=env)
         return Driver(home, proc)
 
     def take(self) -> Driver:
@@ -128,11 +131,14 @@ class DriverPool:
             time.sleep(0.2)
         return False
 
-    def fill(self, standby: int | None = None) -> None:
-        """Start standbys until ``standby`` (default: the pool's number) are booting or waiting."""
+    def fill(self, standby: int | None = None, warm_up: bool | None = None) -> None:
+        """Start standbys until ``standby`` (default: the pool's number) are booting or waiting.
+        ``warm_up=False``: these and later standbys skip their warm-up, until ``trim``."""
         with self._lock:
             if standby is not None:
                 self.standby = standby
+            if warm_up is not None:
+                self.warm_up = warm_up
             self._fill()
 
     def _fill(self) -> None:
@@ -145,6 +151,7 @@ class DriverPool:
         Returns how many were stopped."""
         with self._lock:
             self.standby = max(keep, 1)
+            self.warm_up = True
             self._ready = [d for d in self._ready if d.running]
             self._ready.sort(key=lambda d: not d.warm)
             extra, self._ready = self._ready[keep:], self._ready[:keep]
@@ -171,9 +178,10 @@ def pool() -> DriverPool:
     return _pool
 
 
-def warm_up(standby: int = 1) -> None:
-    """Start booting ``standby`` drivers now, so the next pipeline starts (or restarts) quickly."""
-    pool().fill(standby)
+def warm_up(standby: int = 1, warm: bool | None = None) -> None:
+    """Start booting ``standby`` drivers now, so the next pipeline starts (or restarts) quickly.
+    ``warm=False``: they skip their warm-up (see DriverPool.fill)."""
+    pool().fill(standby, warm_up=warm)
 
 
 def release_standbys() -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ... import charts, statusline
 from ...config import CourseError
 from ...course import did_you_mean
-from ...crashlab import chaos
+from ...crashlab import chaos, drivers
 from ...crashlab.variants import VARIANTS
 from ...inspector import TextBlock, text_table
 from ...ledger import VERDICTS
@@ -87,7 +87,8 @@ class MatrixRow:
 def run_variant(lesson, variant: str, orders: int = 40, seed: int = 21) -> MatrixRow:
     """One variant through its plan (``orders`` in all, batches of at most MAX_PER_BATCH)."""
     result = chaos.run_chaos(lesson, variant, plan=plan_for(variant), orders=orders, seed=seed,
-                             max_per_batch=MAX_PER_BATCH, name=f"matrix-{variant}", keep_pipe=True)
+                             max_per_batch=MAX_PER_BATCH, name=f"matrix-{variant}", keep_pipe=True,
+                             standbys_after=None)  # the next variant takes them; run() trims at the end
     led = result["ledger_object"]
     return MatrixRow(variant, VARIANTS[variant].guarantee, led.verdict, led.produced, led.lost, led.duplicated,
                      result["plan"], result["pipe"])
@@ -111,8 +112,11 @@ def run(lesson, variants: list[str] | None = None, orders: int = 40, workers: in
             line.done(f"{name}: {row.observed}")
             return row
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(one, names))
+        try:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                return list(pool.map(one, names))
+        finally:
+            drivers.pool().trim(1)  # two were kept booted for the variants' crashes
 
 
 def picks(predictions) -> dict[str, str]:
