@@ -18,6 +18,8 @@ from .stack import broker, runner
 
 #: How long after the last cell the kernel's processes are counted (a stop in progress has ended).
 SETTLE_S = 5
+#: A learner's cell should take no longer than this alone (the capstone's matrix has its own target).
+LONG_CELL_S = 30
 
 
 def _seconds(cell) -> float:
@@ -47,7 +49,8 @@ def measure(path) -> dict:
     cells = [(n, _seconds(c)) for n, c in enumerate((c for c in nb.cells if c.cell_type == "code"), 1)]
     slowest = max(cells, key=lambda nc: nc[1])
     return {"lesson": path.stem, "seconds": round(seconds), "slowest_cell": slowest[0],
-            "slowest_s": round(slowest[1]), "errors": runner.unexpected_errors(nb), **held}
+            "slowest_s": round(slowest[1]), "long_cells": [(n, round(s)) for n, s in cells if s > LONG_CELL_S],
+            "errors": runner.unexpected_errors(nb), **held}
 
 
 def main(argv: list[str]) -> int:
@@ -60,7 +63,9 @@ def main(argv: list[str]) -> int:
         m = measure(path)
         print(f"{m['lesson']:<28} {m['seconds']:>6} s {m['slowest_s']:>6} s (#{m['slowest_cell']:<3}) "
               f"{m['jvms']:>8} {m['rss_mb']:>7} MB" + (f"   ERRORS: {m['errors']}" if m["errors"] else ""), flush=True)
-        print(f"    {', '.join(m['roles']) or 'no JVM'}", flush=True)
+        long_cells = ", ".join(f"#{n} {s} s" for n, s in m["long_cells"])
+        print(f"    {', '.join(m['roles']) or 'no JVM'}" + (f"\n    cells over {LONG_CELL_S} s: {long_cells}" if long_cells else ""),
+              flush=True)
     return 0
 
 
