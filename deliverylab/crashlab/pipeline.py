@@ -273,27 +273,6 @@ class Pipeline(PipelineRecord):
         self.produced.extend(orders)
         return orders
 
-    def _wait_for_progress_record(self, grace_s: float = 5.0) -> None:
-        """commits/N is written a moment before the listener records batch N's progress; wait
-        (briefly) for that record so batches() is complete when drain() returns. A batch whose
-        driver died right after its commit never gets one, hence the bounded wait."""
-        _, commits = self.batch_ids()
-        if not commits:
-            return
-        last = max(commits)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            if any(e["batch"] == last for e in self.progress(run=self.starts)):
-                return
-            if any(e["batch"] == last for e in self.progress()) and not self._new_run_batch(last):
-                return
-            time.sleep(0.05)
-
-    def _new_run_batch(self, batch: int) -> bool:
-        """Whether ``batch`` was (re)planned by the current run (its offsets file is newer than the start)."""
-        f = Path(self.checkpoint) / "offsets" / str(batch)
-        return f.exists() and f.stat().st_mtime >= self._started_at
-
     def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Wait until the running driver has committed batches covering everything in its topic so far."""
         self._resume_if_released()

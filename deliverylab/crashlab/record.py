@@ -7,6 +7,8 @@ checkpoint, the progress events the drivers recorded, and the sink itself.
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 from .. import checkpoint
 from ..config import CourseError
@@ -102,6 +104,28 @@ class PipelineRecord:
         ``{"committed": n, "leftovers": [relative paths], "note": text}`` (see sinks.py).
         """
         return self.output.files()
+
+    # ---- waiting for the record of a batch ------------------------------------
+    def _wait_for_progress_record(self, grace_s: float = 5.0) -> None:
+        """commits/N is written a moment before the listener records batch N's progress; wait
+        (briefly) for that record so batches() is complete when drain() returns. A batch whose
+        driver died right after its commit never gets one, hence the bounded wait."""
+        _, commits = self.batch_ids()
+        if not commits:
+            return
+        last = max(commits)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if any(e["batch"] == last for e in self.progress(run=self.starts)):
+                return
+            if any(e["batch"] == last for e in self.progress()) and not self._new_run_batch(last):
+                return
+            time.sleep(0.05)
+
+    def _new_run_batch(self, batch: int) -> bool:
+        """Whether ``batch`` was (re)planned by the current run (its offsets file is newer than the start)."""
+        f = Path(self.checkpoint) / "offsets" / str(batch)
+        return f.exists() and f.stat().st_mtime >= self._started_at
 
     # ---- status ----------------------------------------------------------------
     def status(self, rows: bool = False) -> dict:

@@ -45,19 +45,16 @@ def test_up_is_idempotent_and_the_broker_answers(broker_up):
     assert first.pid == again.pid and again.answering
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def own_broker(monkeypatch, tmp_path):
     """A broker of this test's own (its storage, its two ports), so stopping it disturbs no other test."""
     monkeypatch.setenv("DELIVERYLAB_JARS", str(config.settings().jars))
     monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path / "state"))
-    monkeypatch.setenv("DELIVERYLAB_KAFKA_PORT", str(_free_port()))
-    monkeypatch.setenv("DELIVERYLAB_CONTROLLER_PORT", str(_free_port()))
+    # two ports below Linux's ephemeral range (32768 and up): a port the kernel handed out to probe
+    # (bind to port 0) can be given to a client's outgoing connection before the broker binds it
+    kafka_port, controller_port = [p for p in range(19610, 19700) if broker.port_is_free(p)][:2]
+    monkeypatch.setenv("DELIVERYLAB_KAFKA_PORT", str(kafka_port))
+    monkeypatch.setenv("DELIVERYLAB_CONTROLLER_PORT", str(controller_port))
     yield broker.up(log=lambda m: None)
     broker.down(log=lambda m: None)
 
