@@ -10,10 +10,11 @@
 The crash lab's moves call ``say`` themselves (a driver starting, a crash armed, a batch
 draining), so every cell that waits on a pipeline shows what it waits for without a line of
 its own. In a notebook the line is a small widget under the running cell, with a clock that
-ticks while nothing else changes; it is closed when the cell ends, and JupyterLab then hides it
-and saves it as closed, so a reopened notebook shows no dead widget. Its display carries the
-widget's view only, no text/plain, so nbval compares nothing of it and stored outputs stay as
-they were. In a terminal (``python -m deliverylab chaos``) a task's line goes to stderr, rewritten
+ticks while nothing else changes; when the cell ends the display turns into the line's last text
+(``✓ ... · 41 s``, plain text that a saved notebook shows without a kernel) and the widget is
+closed. Its first display carries the widget's view only, no text/plain, and nbval ignores display
+updates, so nbval compares nothing of it; stored, executed and rendered copies drop it by the
+``STATUS_LINE`` mark in its metadata. In a terminal (``python -m deliverylab chaos``) a task's line goes to stderr, rewritten
 in place, when stderr is a terminal; elsewhere (pytest, a log file) nothing is shown.
 """
 from __future__ import annotations
@@ -63,7 +64,7 @@ class Line:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.view.close()
+            self.view.close(self.text())
 
     def _tick(self) -> None:
         while not self.closed:
@@ -135,17 +136,23 @@ def say(message: str) -> None:
 
 
 class _NotebookView:
-    """An ipywidgets HTML line under the running cell, displayed without text/plain."""
+    """An ipywidgets HTML line under the running cell, displayed without text/plain. When the cell ends,
+    the display becomes the line's last text (plain text, which a saved notebook keeps and shows without
+    a kernel) and the widget is closed."""
 
     closes_with_task = False
 
     def __init__(self):
+        import uuid
+
         import ipywidgets as w
         from IPython.display import display
 
         self.widget = w.HTML(layout={"margin": "2px 0"})
+        self.display_id = uuid.uuid4().hex
         bundle = self.widget._repr_mimebundle_()
-        display({k: v for k, v in bundle.items() if k != "text/plain"}, raw=True, metadata={STATUS_LINE: True})
+        display({k: v for k, v in bundle.items() if k != "text/plain"}, raw=True, metadata={STATUS_LINE: True},
+                display_id=self.display_id)
 
     def show(self, text: str) -> None:
         import html
@@ -153,7 +160,11 @@ class _NotebookView:
         self.widget.value = (f"<span style='font-family:var(--jp-code-font-family,monospace);font-size:12px;"
                              f"color:#555'>⏳ {html.escape(text)}</span>")
 
-    def close(self) -> None:
+    def close(self, text: str) -> None:
+        from IPython.display import update_display
+
+        update_display({"text/plain": f"✓ {text}"}, raw=True, metadata={STATUS_LINE: True},
+                       display_id=self.display_id)
         self.widget.close()
 
 
@@ -166,7 +177,7 @@ class _TerminalView:
         sys.stderr.write(CLEAR + text[:110] + "\r")  # the cursor stays at the start: a print overwrites it
         sys.stderr.flush()
 
-    def close(self) -> None:
+    def close(self, text: str) -> None:
         sys.stderr.write(CLEAR)
         sys.stderr.flush()
 

@@ -116,6 +116,12 @@ def test_in_a_notebook_kernel_the_line_is_a_widget_nbval_does_not_compare_and_it
         assert any("guarantee matrix finished, 1 of 2 done" in v for v in values)
         closes = [m for m in messages if m["msg_type"] == "comm_close" and m["content"]["comm_id"] == model_id]
         assert closes, "the status line's widget was not closed when the cell ended"
+        # the display became the line's last text: a saved notebook shows it without a kernel
+        updates = [m["content"] for m in messages if m["msg_type"] == "update_display_data"]
+        assert [sorted(u["data"]) for u in updates] == [["text/plain"]]
+        assert updates[0]["data"]["text/plain"].startswith("✓ guarantee matrix finished, 1 of 2 done")
+        assert updates[0]["metadata"] == {runner.STATUS_LINE: True}
+        assert updates[0]["transient"]["display_id"] == displays[0]["transient"]["display_id"]
         streams = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
         assert streams == "the cell printed this\n"  # nothing of the line in the compared output
     finally:

@@ -46,7 +46,7 @@ def strip_unchecked(nb):
         cell.metadata.pop("execution", None)  # run timestamps: noise in every diff
     for number, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), 1):
         if is_checked(cell):
-            cell.outputs = [_small(o) for o in cell.outputs
+            cell.outputs = [_small(o) for o in without_status_lines(cell.outputs)
                             if o.get("output_type") != "display_data" or "text/plain" in o.get("data", {})]
             cell.execution_count = number if cell.outputs else None
             for o in cell.outputs:

@@ -166,11 +166,11 @@ class StatusLines:
         assert re.search(r" · \d+ s$", waits[0]), waits[0]  # with its clock
         left = self.nb.find(".widget-html").filter(has_text=self.MARK).count()
         assert left == 0, f"{left} status lines still shown after Run All (screenshot: {self.nb.screenshot('status')})"
-        self.nb.save(saved)  # a closed line is saved as closed: the notebook reopens without a dead widget
-        views = [o["data"]["application/vnd.jupyter.widget-view+json"]
-                 for cell in nbformat.read(str(saved), as_version=4).cells for o in cell.get("outputs", [])
+        self.nb.save(saved)  # a finished line is saved as its last text: the notebook reopens without a dead widget
+        lines = [o["data"] for cell in nbformat.read(str(saved), as_version=4).cells for o in cell.get("outputs", [])
                  if o.get("metadata", {}).get(runner.STATUS_LINE)]
-        assert views and all(view["model_id"] == "" for view in views), f"status lines saved as: {views[:3]}"
+        assert lines and all(list(data) == ["text/plain"] and data["text/plain"].startswith("✓ ") for data in lines), \
+            f"status lines saved as: {lines[:3]}"
 
 
 def panel_status(nb: NotebookPage) -> str:
