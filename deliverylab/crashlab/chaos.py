@@ -124,6 +124,8 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
             just_restarted = False
             for i, point in enumerate(plan, 1):
                 t = time.monotonic()
+                if i == len(plan) and standbys_after is not None:
+                    drivers.pool().fill(1)  # one restart follows the last crash: boot no second standby for it
                 if not just_restarted:
                     # Idle and caught up, so the next batch id is settled. Right after a restart
                     # (wait=False) the JVM is still booting, so it is settled too, and arming now

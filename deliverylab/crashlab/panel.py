@@ -89,9 +89,10 @@ class CrashPanel:
         self.refresh()
         return self.pipe
 
-    def refresh(self) -> str:
-        """Recompute the status line (and the rows in the sink, if counted) and which buttons apply. Returns it."""
-        line = self.pipe.status_line(rows=self._rows_countable())
+    def refresh(self, rows: bool = True) -> str:
+        """Recompute the status line (and, unless ``rows=False``, the rows in the sink) and which buttons
+        apply. Returns it."""
+        line = self.pipe.status_line(rows=rows and self._rows_countable())
         first, _, rest = line.partition("\n")
         running = self.pipe.running
         colour = "#009E73" if running else "#D55E00" if ("crashed" in first or "failed" in first) else "#555"

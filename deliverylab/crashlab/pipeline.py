@@ -122,12 +122,13 @@ class Pipeline(PipelineRecord):
         return None if self.driver is None else self.driver.returncode
 
     def on_change(self, callback) -> None:
-        """Call ``callback()`` after every start, crash and stop (the crash panel refreshes itself)."""
+        """Call ``callback(rows=...)`` after every start, crash, stop and drain (the crash panel refreshes
+        itself); ``rows=False`` after a drain: a listener should not read the sink for it."""
         self._listeners.append(callback)
 
-    def _changed(self) -> None:
+    def _changed(self, rows: bool = True) -> None:
         for callback in self._listeners:
-            callback()
+            callback(rows=rows)
 
     def _refuse_second_driver(self) -> None:
         holder = self.folder.holder()
@@ -287,7 +288,7 @@ class Pipeline(PipelineRecord):
             done = self.committed_offsets()
             if all(done.get(p, -1) >= off for p, off in target.items()):
                 self._wait_for_progress_record()
-                self._changed()  # the crash panel's status line shows the drained pipeline
+                self._changed(rows=False)  # the panel's status line shows the drained pipeline, without a Spark read
                 return
             behind = sum(max(0, off - done.get(p, 0)) for p, off in target.items())
             if behind != said:
