@@ -45,7 +45,8 @@ class Outbox:
     * ``delivered.log``: one line per message the service delivered, ``<order id>``;
     * ``keys/``: an empty file per idempotency key it has seen. Like real services (payment and
       messaging APIs), it delivers a message whose key it has already seen only once. Unlike them
-      it never forgets a key: a real provider drops keys after a while (Stripe after 24 hours).
+      it never forgets a key: a real provider drops keys after a while (Stripe may drop one once it
+      is 24 hours old).
 
     Lines are appended with one ``write`` on a file opened in append mode, and a key is taken by
     creating its file exclusively, so tasks running at once never interleave or both win.
