@@ -8,8 +8,10 @@
 The buttons call the same methods as the Python lines, so a notebook that runs top to
 bottom and a learner who clicks do the same thing. The status line follows the pipeline:
 it is recomputed whenever the pipeline starts, crashes or stops, whoever made it do so
-(a button, a line of code, ``lesson.cleanup()``), and only the buttons that make sense
-now are enabled. Nothing runs in the background.
+(a button, a line of code, ``lesson.cleanup()``), and after every drain (then without
+counting the sink's rows, a Spark read: Refresh counts them), and only the buttons that
+make sense now are enabled. Nothing runs in the background. A pipeline shown in a panel
+keeps running after ``lesson.complete()``, so the buttons stay live after Run All.
 """
 from __future__ import annotations
 
