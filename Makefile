@@ -7,10 +7,12 @@ INSTALLED := $(VENV)/.installed
 NOTEBOOK_DIRS := notebooks labs solutions
 # nbval runs each notebook in a fresh kernel; a cell may wait for a real Spark driver.
 # nbcapture keeps each executed notebook in .state/executed for the browser test.
+# A kernel gets 180 s to start (nbval's default is 60): on two cores busy with Spark drivers, a kernel
+# start once took longer than 60 s and failed a whole notebook's cells.
 # Notebooks run NBVAL_WORKERS at a time, a module's notebooks on one worker (much of a lesson is a
 # driver booting or a batch draining, so two share two cores well); NBVAL_WORKERS=0 runs them one by one.
 NBVAL_WORKERS ?= 2
-NBVAL_ONE_BY_ONE := --nbval-lax --nbval-cell-timeout=600 --nbval-sanitize-with tests/nbval-sanitize.cfg \
+NBVAL_ONE_BY_ONE := --nbval-lax --nbval-cell-timeout=600 --nbval-kernel-startup-timeout=180 --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	-p deliverylab.stack.nbcapture
 NBVAL := $(NBVAL_ONE_BY_ONE) -n $(NBVAL_WORKERS) --dist loadscope
 # Module 09 runs on the local Spark and Kafka clusters (course.CLUSTER_MODULES): `make test-cluster` runs
