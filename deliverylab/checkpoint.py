@@ -1,4 +1,4 @@
-"""The one reader of what a streaming query keeps on disk (Spark 4.0's formats, no Spark needed).
+"""The one reader of what a streaming query keeps on disk (Spark 4.2's formats, unchanged since 4.0; no Spark needed).
 
 A checkpoint folder holds:
 

@@ -42,7 +42,7 @@ def check_java() -> Finding:
     ok = major >= MIN_JAVA
     if ok and major not in SUPPORTED_JAVA:
         listed = " or ".join(map(str, SUPPORTED_JAVA))
-        return Finding("java", True, f"Java {major} ({java}); warning: Spark 4.0 supports Java {listed}. "
+        return Finding("java", True, f"Java {major} ({java}); warning: Spark 4.2 supports Java {listed}. "
                                      f"If Spark fails to start, put a Java {listed} JDK first on PATH.")
     return Finding("java", ok, f"Java {major} ({java})",
                    "" if ok else f"Install Java {MIN_JAVA} or 21 and put it first on PATH (or set JAVA_HOME).")

@@ -1,4 +1,4 @@
-"""Finding a usable Java (a JDK 17 or newer; Spark 4.0 supports 17 and 21)."""
+"""Finding a usable Java (a JDK 17 or newer; Spark 4.2 supports 17 and 21)."""
 from __future__ import annotations
 
 import functools
@@ -11,7 +11,7 @@ from pathlib import Path
 from ..config import CourseError
 
 MIN_JAVA = 17
-#: The Java versions Spark 4.0 is built and tested for; others may work, with a warning.
+#: The Java versions Spark 4.2 is built and tested for; others may work, with a warning.
 SUPPORTED_JAVA = (17, 21)
 
 #: JIT flags of every course JVM (Spark kernels and drivers, executors, brokers): the quick tier (C1)

@@ -6,8 +6,8 @@ from deliverylab.stack import jars
 @pytest.mark.parametrize("name,artifact", [
     ("kafka-clients-3.9.0.jar", "kafka-clients"),
     ("scala-library-2.13.16.jar", "scala-library"),
-    ("delta-spark_2.13-4.0.0.jar", "delta-spark_2.13"),
-    ("spark-sql-kafka-0-10_2.13-4.0.0.jar", "spark-sql-kafka-0-10_2.13"),
+    ("delta-spark_4.2_2.13-4.4.0.jar", "delta-spark_4.2_2.13"),
+    ("spark-sql-kafka-0-10_2.13-4.2.0.jar", "spark-sql-kafka-0-10_2.13"),
     ("zstd-jni-1.5.6-10.jar", "zstd-jni"),
 ])
 def test_artifact_names_drop_the_version(name, artifact):
@@ -19,7 +19,8 @@ def test_spark_connector_versions_match_the_installed_pyspark_and_delta():
 
     ivy = (jars.IVY_DIR / "spark-connectors.ivy.xml").read_text()
     assert f'name="spark-sql-kafka-0-10_2.13" rev="{md.version("pyspark")}"' in ivy
-    assert f'name="delta-spark_2.13" rev="{md.version("delta-spark")}"' in ivy
+    spark_minor = ".".join(md.version("pyspark").split(".")[:2])  # Delta's jar is built per Spark minor
+    assert f'name="delta-spark_{spark_minor}_2.13" rev="{md.version("delta-spark")}"' in ivy
 
 
 def test_resolved_spark_classpath_has_one_copy_of_each_library():

@@ -177,7 +177,8 @@ def test_the_dockerfile_is_well_formed():
 def test_the_jar_pins_match_the_python_packages():
     pins = requirements()
     assert ivy("spark-connectors.ivy.xml", "spark-sql-kafka-0-10_2.13") == pins["pyspark"]
-    assert ivy("spark-connectors.ivy.xml", "delta-spark_2.13") == pins["delta-spark"]
+    spark_minor = ".".join(pins["pyspark"].split(".")[:2])
+    assert ivy("spark-connectors.ivy.xml", f"delta-spark_{spark_minor}_2.13") == pins["delta-spark"]
 
 
 def test_the_build_context_leaves_out_local_state():

@@ -2,7 +2,7 @@
 
     share_out(limit, waiting)                  the records per partition one batch takes when
                                                ``maxOffsetsPerTrigger=limit`` and ``waiting``
-                                               records wait in each partition (Spark 4.0's rule)
+                                               records wait in each partition (Spark 4.2's rule)
     fill_partitions(bootstrap, topic, counts)  create ``topic`` with as many partitions as
                                                ``counts`` names and write ``counts[p]`` records to p
     add_partition(bootstrap, topic)            give a running topic one more partition; returns its number
@@ -13,7 +13,7 @@
 of the limit in proportion to what it has waiting, rounds the share down to a whole record, or
 up to one record when the share is below one (so that a small partition is never starved),
 and never goes past what the partition holds. Rounding down can leave a batch a few records
-short of the limit; rounding up can take it a few over (Spark 4.0's
+short of the limit; rounding up can take it a few over (Spark 4.2's
 ``KafkaMicroBatchStream.rateLimit``, read; lesson 02 runs it).
 """
 from __future__ import annotations

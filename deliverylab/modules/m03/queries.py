@@ -6,7 +6,7 @@
                                session-wide spark.sql.streaming.checkpointLocation)
 
 PySpark's ``StreamingQuery`` does not expose this, so it is read from the JVM object behind
-it (``StreamExecution.resolvedCheckpointRoot``, Spark 4.0). Only for looking: nothing here
+it (``StreamExecution.resolvedCheckpointRoot``, Spark 4.2). Only for looking: nothing here
 changes a query.
 """
 from __future__ import annotations

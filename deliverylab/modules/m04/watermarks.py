@@ -1,6 +1,6 @@
 """Event-time arithmetic and the dedup state a pipeline reported, batch by batch.
 
-Spark's rule, checked on this Spark (4.0.0) in the lesson: at the end of a micro-batch the
+Spark's rule, checked on this Spark (4.2.0) in the lesson: at the end of a micro-batch the
 watermark becomes *the largest event time seen so far minus the delay*; the next batch
 uses it. It moves only when events with later event times arrive, never with the clock.
 

@@ -2,7 +2,7 @@
 
 Spark's Kafka sink passes every ``kafka.*`` option to a Java ``KafkaProducer`` and sets only the
 key and value serializers itself (KafkaSourceProvider.kafkaParamsForProducer). The producer's
-other settings are the Kafka client's defaults: with kafka-clients 3.9, the client Spark 4.0's
+other settings are the Kafka client's defaults: with kafka-clients 3.9, the client Spark 4.2's
 connector brings, ``enable.idempotence=true`` and ``acks=all``. That client switches
 idempotence off when ``acks`` is not ``all`` or ``retries`` is 0 and ``enable.idempotence`` was
 left at its default, with an INFO line in the executor's log (a WARN line for more than 5

@@ -8,8 +8,8 @@ import java.nio.file.StandardCopyOption;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.execution.streaming.CheckpointFileManager;
-import org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager;
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
+import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager;
 
 /**
  * Spark's normal checkpoint writer, plus three exact moments at which the course can kill
