@@ -66,3 +66,47 @@ def replays(pipe) -> list[tuple[str, int, int | None, int]]:
         found.append((crash.point, crash.batch, records[0]["rows"] if records else None,
                       pipe.batch_rows(crash.batch, crash.run)))
     return found
+
+
+#: The error class Spark (4.2 and later) raises when a checkpoint's ``metadata`` file is gone but its logs are not.
+MISSING_METADATA = "STREAMING_CHECKPOINT_MISSING_METADATA_FILE"
+
+
+def error_class(message: str) -> str | None:
+    """The first ``[ERROR_CLASS]`` in a Spark error message, or None."""
+    import re
+
+    found = re.search(r"\[([A-Z][A-Z0-9_.]+)\]", message)
+    return found.group(1) if found else None
+
+
+def restart_without_metadata(pipe) -> tuple[str, bool]:
+    """Stop the pipeline, delete only its checkpoint's ``metadata`` file (where the query id lives),
+    and start it again; then put the file back and start it once more.
+
+    Returns ``(outcome, same_query)``: outcome is ``"refused: <Spark's error class>"``, or
+    ``"started as query <id>"`` on a Spark that accepts the start; ``same_query`` says whether the
+    run with the file put back is the query the checkpoint had before. The pipeline is left running.
+    """
+    from pathlib import Path
+
+    from ...config import CourseError
+
+    pipe.stop()
+    before = checkpoint.query_id(pipe.checkpoint)
+    metadata = Path(pipe.checkpoint) / "metadata"
+    crc = metadata.with_name(".metadata.crc")  # Hadoop's checksum of it, on a local disk
+    kept = {f: f.read_bytes() for f in (metadata, crc) if f.exists()}
+    for f in kept:
+        f.unlink()
+    try:
+        pipe.restart()
+    except CourseError as err:
+        outcome = f"refused: {error_class(str(err)) or str(err).splitlines()[-1]}"
+    else:
+        outcome = f"started as query {checkpoint.query_id(pipe.checkpoint)}"
+        pipe.stop()
+    for f, data in kept.items():
+        f.write_bytes(data)
+    pipe.restart()
+    return outcome, checkpoint.query_id(pipe.checkpoint) == before
