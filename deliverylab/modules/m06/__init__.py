@@ -9,6 +9,7 @@
                 itself mid-transaction
     harness     the notebook side of the relay: run, crash, restart, reconcile at both
                 isolation levels
+    realtime    Spark's real-time mode: the sinks it refuses, and offsets/N written after the sink's rows
     lab         the lab's checks (each tested against planted wrong answers)
 
     from deliverylab.modules import m06
@@ -18,14 +19,14 @@ from __future__ import annotations
 
 import inspect
 
-from . import idempotence
+from . import idempotence, realtime
 from .harness import (RelayReport, RelayRun, crash_and_restart, crash_relay, fill_source, names, output, reconcile,
                       reset, run_relay, start_relay)
 from .producers import LostReply, send_with_lost_reply
 from .relay import CRASH_MOMENTS, enrich, relay_batches
 
 __all__ = ["CRASH_MOMENTS", "LostReply", "RelayReport", "RelayRun", "crash_and_restart", "crash_relay", "enrich",
-           "fill_source", "idempotence", "names", "output", "reconcile", "relay_batches", "reset", "run_relay",
+           "fill_source", "idempotence", "names", "realtime", "output", "reconcile", "relay_batches", "reset", "run_relay",
            "send_with_lost_reply", "source", "start_relay"]
 
 
