@@ -8,6 +8,7 @@ The course and its lessons
     lesson       deliverylab.setup("NN-name"): per-lesson topics, folders, reset, cleanup
     orders       the seeded order events and their producer
     streams      waiting for a streaming query, so Run All never races a stream
+    sparkerrors  the error class at the start of a Spark or Delta error message ([STREAM_FAILED] ...)
     statusline   one line under a long cell that says what it is doing (a widget; stderr in a terminal)
 
 Reading what Spark, Delta and Kafka leave behind (no Spark needed)

@@ -28,10 +28,3 @@ def test_a_plain_append_fails_exercise_1_for_real():
     finally:
         lesson.cleanup()
 
-
-def test_error_class_is_the_first_bracketed_name_in_sparks_message():
-    message = ("Pipeline 'x' stopped with an error (exit 1):\n[STREAMING_CHECKPOINT_MISSING_METADATA_FILE] "
-               "Checkpoint location file:/c is in an inconsistent state ... SQLSTATE: 42K03")
-    assert scenarios.error_class(message) == scenarios.MISSING_METADATA
-    assert scenarios.error_class("[STREAM_FAILED] Query [id = 1] terminated") == "STREAM_FAILED"
-    assert scenarios.error_class("no class here [id = 1]") is None

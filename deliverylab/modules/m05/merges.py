@@ -80,10 +80,9 @@ def fingerprint(spark, table: str) -> str:
 
 def merge_error(error: Exception) -> str:
     """The error class Delta gives, e.g. DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE."""
-    import re
+    from ...sparkerrors import error_class
 
-    found = re.search(r"\[([A-Z_]+)\]", str(error))
-    return found.group(1) if found else type(error).__name__
+    return error_class(error) or type(error).__name__
 
 
 # ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import json
 
 from ... import checkpoint
 from ...crashlab import Pipeline
+from ...sparkerrors import error_class
 
 
 def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str | None = None, **pipeline_args):
@@ -67,17 +68,6 @@ def replays(pipe) -> list[tuple[str, int, int | None, int]]:
                       pipe.batch_rows(crash.batch, crash.run)))
     return found
 
-
-#: The error class Spark (4.2 and later) raises when a checkpoint's ``metadata`` file is gone but its logs are not.
-MISSING_METADATA = "STREAMING_CHECKPOINT_MISSING_METADATA_FILE"
-
-
-def error_class(message: str) -> str | None:
-    """The first ``[ERROR_CLASS]`` in a Spark error message, or None."""
-    import re
-
-    found = re.search(r"\[([A-Z][A-Z0-9_.]+)\]", message)
-    return found.group(1) if found else None
 
 
 def restart_without_metadata(pipe) -> tuple[str, bool]:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ...stack import kafka
-from ..m05.scenarios import error_class
+from ...sparkerrors import error_class
 
 #: The shortest batch real-time mode accepts by default (``spark.sql.streaming.realTimeMode.minBatchDuration``).
 BATCH = "5 seconds"
