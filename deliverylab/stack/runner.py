@@ -112,8 +112,13 @@ def execute(path: str, timeout_s: int = 900) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[0] not in ("execute", "strip"):
-        print("usage: python -m deliverylab notebooks execute|strip NOTEBOOK.ipynb ...")
+    usage = "usage: python -m deliverylab notebooks execute|strip NOTEBOOK.ipynb ..."
+    if len(argv) < 2 or argv[0] not in ("execute", "strip") or any(a in ("-h", "--help") for a in argv):
+        print(usage)
+        return 0 if any(a in ("-h", "--help") for a in argv) else 2
+    missing = [p for p in argv[1:] if not Path(p).is_file()]
+    if missing:
+        print(f"no such notebook: {', '.join(missing)}\n{usage}")
         return 2
     import nbformat
 

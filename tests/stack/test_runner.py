@@ -43,3 +43,11 @@ def test_execute_refuses_to_save_a_notebook_whose_cell_raised(tmp_path, monkeypa
 def test_checked_outputs_are_kept_and_others_cleared():
     nb = runner.strip_unchecked(notebook(("print(1)", ["nbval-check-output"], [PRINTED]), ("print(2)", [], [PRINTED])))
     assert [len(c.outputs) for c in nb.cells] == [1, 0]
+
+
+def test_main_answers_help_and_a_missing_notebook_with_the_usage_line(capsys, tmp_path):
+    assert runner.main(["execute", "--help"]) == 0
+    assert runner.main(["execute", str(tmp_path / "nope.ipynb")]) == 2
+    printed = capsys.readouterr().out
+    assert printed.count("usage: python -m deliverylab notebooks execute|strip") == 2
+    assert "no such notebook" in printed and "Traceback" not in printed
