@@ -120,7 +120,9 @@ def notify_udf(outbox_folder: str, key: Callable | None = None, pause_s: float =
         time.sleep(pause_s)
         return order_id
 
-    return F.udf(notify, "string")
+    # useArrow=False: Spark 4.2 turns Arrow-optimized Python UDFs on by default
+    # (spark.sql.execution.pythonUDF.arrow.enabled); without pyarrow it warns and falls back.
+    return F.udf(notify, "string", useArrow=False)
 
 
 def orders_with_positions(spark, bootstrap: str, topic: str):

@@ -23,7 +23,7 @@ def udf_calls(spark, action: str, deterministic: bool = True, rows: int = ROWS) 
         calls.add(1)          # a side effect: what a call to a notification service would be
         return n + 1
 
-    plus_one_udf = F.udf(plus_one, LongType())
+    plus_one_udf = F.udf(plus_one, LongType(), useArrow=False)   # row-at-a-time, as notify_udf
     if not deterministic:
         plus_one_udf = plus_one_udf.asNondeterministic()
     df = spark.range(rows).select(plus_one_udf("id").alias("x"))
