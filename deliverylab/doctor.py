@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from .config import CourseError, settings
 from .stack import broker, jars
-from .stack.java import MIN_JAVA, SUPPORTED_JAVA, java_executable, java_major
+from .stack.java import (MIN_JAVA, OLDEST_JAVA_25, SUPPORTED_JAVA, java_executable, java_major,
+                         parse_java_version, version_text)
 
 MIN_MEMORY_GB = 4.0
 
@@ -41,9 +42,12 @@ def check_java() -> Finding:
         return Finding("java", False, "not found", str(err))
     ok = major >= MIN_JAVA
     if ok and major not in SUPPORTED_JAVA:
-        listed = " or ".join(map(str, SUPPORTED_JAVA))
+        listed = ", ".join(map(str, SUPPORTED_JAVA[:-1])) + " or " + str(SUPPORTED_JAVA[-1])
         return Finding("java", True, f"Java {major} ({java}); warning: Spark 4.2 supports Java {listed}. "
                                      f"If Spark fails to start, put a Java {listed} JDK first on PATH.")
+    if major == 25 and parse_java_version(version_text(java)) < OLDEST_JAVA_25:
+        return Finding("java", True, f"Java {major} ({java}); warning: Spark 4.2 deprecates Java 25 before "
+                                     "25.0.3. Update the JDK, or put a Java 17 or 21 JDK first on PATH.")
     return Finding("java", ok, f"Java {major} ({java})",
                    "" if ok else f"Install Java {MIN_JAVA} or 21 and put it first on PATH (or set JAVA_HOME).")
 

@@ -1,4 +1,4 @@
-"""Finding a usable Java (a JDK 17 or newer; Spark 4.2 supports 17 and 21)."""
+"""Finding a usable Java (a JDK 17 or newer; Spark 4.2 supports 17, 21 and 25)."""
 from __future__ import annotations
 
 import functools
@@ -11,8 +11,11 @@ from pathlib import Path
 from ..config import CourseError
 
 MIN_JAVA = 17
-#: The Java versions Spark 4.2 is built and tested for; others may work, with a warning.
-SUPPORTED_JAVA = (17, 21)
+#: The Java versions Spark 4.2 supports ("Spark runs on Java 17/21/25", its docs' overview page);
+#: others may work, with a warning. The course's own tests run on Java 17.
+SUPPORTED_JAVA = (17, 21, 25)
+#: Spark 4.2 deprecates Java 25 builds older than 25.0.3.
+OLDEST_JAVA_25 = (25, 0, 3)
 
 #: JIT flags of every course JVM (Spark kernels and drivers, executors, brokers): the quick tier (C1)
 #: only. They live for minutes on a few hundred rows, so the optimising compiler never pays back the
@@ -46,6 +49,12 @@ def java_executable(name: str = "java") -> str:
     if not found:
         raise CourseError(f"No `{name}` found on PATH. {FIX_JAVA}")
     return found
+
+
+def parse_java_version(version_text: str) -> tuple[int, ...]:
+    """The version numbers from `java -version` output: '25.0.2' -> (25, 0, 2), '21' -> (21,)."""
+    match = re.search(r'version "([\d.]+)', version_text)
+    return tuple(int(part) for part in match.group(1).split(".") if part) if match else ()
 
 
 def parse_java_major(version_text: str) -> int:

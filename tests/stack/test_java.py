@@ -49,3 +49,36 @@ def test_a_path_option_survives_being_split_at_spaces():
     assert plain == "-Dderby.system.home=/home/ada/eo/.state/derby"
     assert shlex.split(f"{plain} {spaced} -XX:TieredStopAtLevel=1") == [
         plain, "-XX:SharedArchiveFile=/home/ada/My Courses/eo/x.jsa", "-XX:TieredStopAtLevel=1"]
+
+
+@pytest.mark.parametrize("text,version", [
+    ('openjdk version "25.0.2" 2026-01-20', (25, 0, 2)),
+    ('openjdk version "21" 2023-09-19', (21,)),
+    ('no version here', ()),
+])
+def test_full_java_versions_are_read(text, version):
+    assert jvm.parse_java_version(text) == version
+
+
+@pytest.mark.parametrize("version,warning", [
+    ("17.0.15", None),
+    ("21.0.8", None),
+    ("25.0.3", None),
+    ("25.0.2", "Spark 4.2 deprecates Java 25 before 25.0.3"),
+    ("26", "Spark 4.2 supports Java 17, 21 or 25"),
+])
+def test_doctor_names_the_java_versions_spark_supports(monkeypatch, tmp_path, version, warning):
+    from deliverylab import doctor
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(_fake_java(tmp_path, version)) + os.pathsep + os.environ["PATH"])
+    jvm.version_text.cache_clear()
+    try:
+        finding = doctor.check_java()
+    finally:
+        jvm.version_text.cache_clear()
+    assert finding.ok
+    if warning:
+        assert warning in finding.detail
+    else:
+        assert "warning" not in finding.detail
