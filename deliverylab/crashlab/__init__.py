@@ -4,6 +4,7 @@
     sinks         one small class per kind of sink: where it lives, what readers see, leftovers
     twophase      a small two-phase-commit sink: stage a batch invisibly, publish it once per batch id
     crashpoints   the named crash moments (the contract with the Java hook in java/)
+    dbwrites      mid_sink_write between the row writes of a learner's SQLite writer
     pipeline      Pipeline: start, produce, drain, crash, restart (the driver process)
     record        what a pipeline did and left: checkpoint, batches, sink rows, status
     drivers       driver processes seen from the notebook, and the standby that makes restarts quick

@@ -20,7 +20,9 @@ All four fire inside the driver's JVM, in the course's small Java hook
   enough for partition 0's task to finish its part of the write, then fires. So partition
   0 of batch N has been written the way that sink writes one task's output, and partition
   1 never is. (For MERGE and foreachBatch sinks that read the batch before writing, the
-  trap fires while the batch is being read: see the lessons.)
+  trap fires while the batch is being read: see the lessons.) A learner's pipeline that
+  writes a SQLite database from the driver gets a trap of its own instead, between its row
+  writes, whatever shape its writer has (dbwrites.py).
 
 A variant can also name crash points of its own, inside its batch function (for example
 between writing the data and writing a marker): it calls :func:`crash_here` there, in
