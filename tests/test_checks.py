@@ -66,7 +66,7 @@ def test_a_todo_wrapped_by_another_error_is_still_recognised(capsys):
 def test_an_undefined_name_skips_with_a_pointer(capsys):
     Checks("m", record=False).equal("lost is right", lambda: never_defined_name, 1)  # noqa: F821
     [line] = lines(capsys)
-    assert line.startswith("SKIP  lost is right (name 'never_defined_name' is not defined; run the cells above")
+    assert line.startswith("SKIP  lost is right (`never_defined_name` is not set yet: run the cells above")
 
 
 def test_any_other_error_fails_with_its_type_and_hint(capsys):
@@ -186,3 +186,27 @@ def test_importing_checks_does_not_import_spark():
     code = "import sys, deliverylab.checks; print('pyspark' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_an_unfinished_todo_is_found_in_a_functions_source_without_running_it():
+    from deliverylab.checks import LabTodo, raise_if_todo, todo, unfinished_todo
+
+    def stub(orders, out):
+        # TODO: write it
+        todo("write each batch once")
+
+    def nested(orders, out):
+        def write(batch, batch_id):
+            todo()
+        return orders.writeStream.foreachBatch(write).start()
+
+    def done(orders, out):
+        return orders  # a comment may say todo("x") without calling it
+
+    assert unfinished_todo(stub) == "write each batch once"
+    assert unfinished_todo(nested) == "write the code for this step"
+    assert unfinished_todo(done) is None
+    assert unfinished_todo(print) is None  # no Python source: nothing to say
+    with pytest.raises(LabTodo, match="TODO not done yet: write each batch once"):
+        raise_if_todo(stub)
+    raise_if_todo(done)

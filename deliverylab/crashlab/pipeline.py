@@ -19,11 +19,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import statusline
+from ..checks import raise_if_todo
 from ..config import CourseError
 from ..stack import kafka, processes
 from . import crashpoints, drivers, sinks, variants
 from .files import PipelineFolder
-from .record import PipelineRecord
+from .record import CHECKPOINT_UNUSED, PipelineRecord
 
 READY_TIMEOUT_S = 90
 CRASH_TIMEOUT_S = 120
@@ -69,6 +70,7 @@ class Pipeline(PipelineRecord):
         self.lesson = lesson
         self._code = None
         if callable(variant):
+            raise_if_todo(variant)  # an unfinished lab pipeline: its one line now, not from a driver
             self.variant = variants.custom(variant, sink_kind=sink, crash_points=crash_points)
             self._code = variants.custom_source(variant)
         else:
@@ -89,6 +91,7 @@ class Pipeline(PipelineRecord):
         self.checkpoint_root = lesson.checkpoint(self.name)
         self.produced: list[dict] = []
         self.crashes: list[Crash] = []
+        self.failure: str | None = None  # a learner's pipeline that failed: why, in one line (set by labs)
         self.starts = 0
         self.driver: drivers.Driver | None = None
         self._new_query = False
@@ -285,6 +288,8 @@ class Pipeline(PipelineRecord):
             if not self.running:
                 raise CourseError(f"Pipeline {self.name!r} is not running, so it cannot drain. "
                                   "Restart it first (.restart()).")
+            if self.runs_without_its_checkpoint():
+                raise CourseError(CHECKPOINT_UNUSED.format(name=self.name))
             done = self.committed_offsets()
             if all(done.get(p, -1) >= off for p, off in target.items()):
                 self._wait_for_progress_record()

@@ -7,6 +7,7 @@ checkpoint, the progress events the drivers recorded, and the sink itself.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -14,6 +15,25 @@ from .. import checkpoint
 from ..config import CourseError
 from ..stack import kafka, processes
 from . import attempts
+
+#: What a pipeline whose query ignores out.checkpoint is told (see runs_without_its_checkpoint).
+CHECKPOINT_UNUSED = ("Pipeline {name!r} runs batches but writes nothing to its checkpoint folder (out.checkpoint). "
+                     "Start its query with .option(\"checkpointLocation\", out.checkpoint), or it cannot be "
+                     "restarted where it stopped.")
+
+
+def failure_line(message: str) -> str:
+    """One line from a failed pipeline's message (a CourseError's text): the exception a learner's code
+    raised, else the first line."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    raised = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
+    python = [ln for ln in raised if not ln.startswith(_JVM_PACKAGES)]  # the learner's code is Python
+    return ((python or raised)[-1] if raised else lines[0] if lines else "no message")[:300]
+
+
+#: "sqlite3.IntegrityError: UNIQUE constraint failed", "NameError: name 'x' is not defined", ...
+_JVM_PACKAGES = ("org.", "java.", "scala.", "py4j.", "io.delta.")
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)\b: ")
 
 
 class PipelineRecord:
@@ -39,6 +59,12 @@ class PipelineRecord:
     def progress(self, run: int | None = None) -> list[dict]:
         """The progress records (one per micro-batch) of one run, or of every run."""
         return self._events("progress", run)
+
+    def runs_without_its_checkpoint(self) -> bool:
+        """A query that ran a batch of rows wrote offsets/N first. If the checkpoint the pipeline gave it
+        (out.checkpoint) has none, the query keeps its place elsewhere, and no catch-up can be seen."""
+        return (any(p.get("rows") for p in self.progress(run=self.starts))
+                and not checkpoint.batch_ids(self.checkpoint)[0])
 
     def committed_offsets(self) -> dict[int, int]:
         """Kafka partition -> offset up to which the current checkpoint has finished its batches."""

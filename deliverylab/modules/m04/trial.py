@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 
 from ... import streams
+from ...checks import raise_if_todo
 from ...config import CourseError
 
 ORDERS = 400
@@ -110,6 +111,7 @@ def run(dedupe, lesson, timeout_s: float = TIMEOUT_S) -> TrialResult:
 
     if not callable(dedupe):
         raise CourseError("Pass your function itself: trial.run(dedupe, lesson), without calling it.")
+    raise_if_todo(dedupe)
     topic, orders = source(lesson)
     spark = get_spark()
     deduped = dedupe(read_orders(spark, lesson.bootstrap, topic, max_per_batch=MAX_PER_BATCH))

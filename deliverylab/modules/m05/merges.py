@@ -8,6 +8,7 @@ settings ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` make it skip
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from ... import deltalog
 
@@ -83,6 +84,46 @@ def merge_error(error: Exception) -> str:
     from ...sparkerrors import error_class
 
     return error_class(error) or type(error).__name__
+
+
+@dataclass
+class MergeTrial:
+    """A MERGE function run on one batch, then on the same batch again, as a replay runs it."""
+    after_one: dict | None = None      # rows per order after the first run
+    after_replay: dict | None = None   # rows per order after the second
+    unchanged: bool | None = None      # the table the same, row for row, after the second run
+    statuses: dict | None = None       # order_id -> status at the end
+    error: str | None = None           # what the function raised, and on which run
+
+    def line(self) -> str:
+        if self.error:
+            return f"your MERGE raised {self.error}"
+        return (f"after one MERGE: {self.after_one} | after the replay: {self.after_replay} "
+                f"| unchanged: {self.unchanged}")
+
+
+def merge_twice(spark, my_merge, batch, path: str) -> MergeTrial:
+    """Run ``my_merge(spark, table, batch)`` on a new empty table at ``path``, then again with the same batch.
+
+    An error the function raises is kept (one line), not raised, so the lab's checks can say what it
+    means; an unfinished TODO is raised, so the cell shows the TODO's line."""
+    from ...checks import LabTodo, raise_if_todo
+
+    raise_if_todo(my_merge)
+    table, trial, run = empty_table(spark, path), MergeTrial(), "on the first run"
+    try:
+        my_merge(spark, table, batch)
+        trial.after_one, before = rows_per_order(spark, table), fingerprint(spark, table)
+        run = "on the replay"
+        my_merge(spark, table, batch)
+        trial.after_replay, trial.unchanged = rows_per_order(spark, table), before == fingerprint(spark, table)
+        trial.statuses = {row.order_id: row.status for row in spark.read.format("delta").load(table).collect()}
+    except LabTodo:
+        raise
+    except Exception as err:  # noqa: BLE001 - the learner's code: any error is the answer to report
+        first_line = (str(err).strip().splitlines() or [""])[0][:200]
+        trial.error = f"{run}: {merge_error(err)}" + (f" ({first_line})" if merge_error(err) not in first_line else "")
+    return trial
 
 
 # ---------------------------------------------------------------------------
