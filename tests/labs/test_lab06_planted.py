@@ -1,0 +1,103 @@
+"""Lab 06, exercises 3 and 4, on a real transactional topic (make test-labs): Spark reads that skip the
+aborted records pass; the default, an option without its kafka. prefix, and dedups on the wrong key FAIL."""
+from __future__ import annotations
+
+import pytest
+
+from deliverylab import ledger
+from deliverylab.checks import FAIL, PASS, Checks
+from deliverylab.modules.m06 import lab
+from deliverylab.orders import generate_orders
+
+pytestmark = [pytest.mark.stack, pytest.mark.labs]
+
+ORDERS = generate_orders(60)
+
+
+def pairs(orders):
+    return [(o["order_id"], o["amount"]) for o in orders]
+
+
+def statuses(checks: Checks) -> dict[str, str]:
+    return {r.description: r.status for r in checks.results}
+
+
+def fresh() -> Checks:
+    return Checks("06-kafka-end-to-end-lab", record=False)
+
+
+# --------------------------------------------------------------------------- exercises 3 and 4 on real Spark
+
+
+@pytest.fixture(scope="module")
+def transactional_topic(broker_up):
+    """40 committed orders, 20 aborted ones, then the same 20 committed (as a relay restart leaves its topic)."""
+    from kafka import KafkaProducer
+
+    import deliverylab
+    from deliverylab.orders import encode
+    from deliverylab.stack import kafka
+
+    lesson = deliverylab.setup("test-m06-lab", quiet=True)
+    topic = lesson.topic("transactional")
+    kafka.ensure_topic(lesson.bootstrap, topic)
+    producer = KafkaProducer(bootstrap_servers=lesson.bootstrap, transactional_id=f"{lesson.topic_prefix}writer")
+    producer.init_transactions()
+    for chunk, commit in ((ORDERS[:40], True), (ORDERS[40:], False), (ORDERS[40:], True)):
+        producer.begin_transaction()
+        for order in chunk:
+            producer.send(topic, key=order["order_id"].encode(), value=encode(order))
+        producer.flush()
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+    producer.close()
+    return lesson, topic
+
+
+def read(spark, bootstrap, topic, **options):
+    reader = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def parsed(raw):
+    from pyspark.sql import functions as F
+
+    from deliverylab.orders import ORDER_SCHEMA
+
+    return raw.select(F.from_json(F.col("value").cast("string"), ORDER_SCHEMA).alias("o")).select("o.*")
+
+
+@pytest.mark.parametrize("options, status", [
+    ({"kafka.isolation.level": "read_committed"}, PASS),
+    ({}, FAIL),                                                  # kafka-python's default: read_uncommitted
+    ({"isolation.level": "read_committed"}, FAIL),               # no kafka. prefix: never reaches the consumer
+    ({"kafka.isolation.level": "read_uncommitted"}, FAIL),
+])
+def test_spark_read_on_a_real_transactional_topic(spark, transactional_topic, options, status):
+    lesson, topic = transactional_topic
+    checks = fresh()
+    df = parsed(read(spark, lesson.bootstrap, topic, **options))
+    lab.check_spark_committed_read(checks, lambda: df, lambda: pairs(ORDERS))
+    assert statuses(checks)["committed_df has every order exactly once"] == status
+
+
+@pytest.mark.parametrize("dedup, status", [
+    (lambda raw: parsed(raw).dropDuplicates(["order_id"]), PASS),
+    (lambda raw: parsed(raw), FAIL),                                       # no dedup
+    (lambda raw: parsed(raw.dropDuplicates(["offset"])), FAIL),            # each copy has its own offset
+    (lambda raw: parsed(raw.distinct()), FAIL),                            # offset and timestamp differ
+    (lambda raw: parsed(raw).dropDuplicates(["customer_id"]), FAIL),       # drops real orders: lost
+], ids=["by_order_id", "none", "by_offset", "distinct_raw", "by_customer"])
+def test_downstream_dedup_on_real_duplicates(spark, transactional_topic, dedup, status):
+    lesson, topic = transactional_topic
+    raw = read(spark, lesson.bootstrap, topic)  # read_uncommitted: orders 40-59 twice
+    produced = ORDERS
+    checks = fresh()
+    lab.check_downstream_dedup(checks, lambda: dedup(raw), lambda: produced,
+                               lambda: ledger.reconcile(produced, parsed(raw).collect()))
+    assert statuses(checks)["deduped has every order exactly once"] == status
+
