@@ -79,10 +79,14 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
     booting now, so the lesson's first pipeline starts in a second or two (crashlab/drivers.py).
     In JupyterLab a "Reset lesson" button follows the summary (workshop/button.py).
     """
-    from .course import uses_crash_lab
+    from .course import LAB_SUFFIX, uses_crash_lab
     from .lesson import setup as prepare
 
     lesson = prepare(name, reset=reset, quiet=quiet)
+    if name.endswith(LAB_SUFFIX):
+        from .checks import explain_name_errors
+
+        explain_name_errors()  # after an unfinished TODO, the next cells say so in one line
     if uses_crash_lab(name):
         from .crashlab import drivers
 

@@ -112,6 +112,29 @@ def raise_if_todo(function: Callable) -> None:
         raise LabTodo(words)
 
 
+def unset_name_line(error: NameError) -> str:
+    """One line for a NameError in a lab: the name may belong to a cell not run yet, a TODO not done, or a typo."""
+    name = f"`{error.name}`" if getattr(error, "name", None) else "a name"
+    return (f"NameError: {name} is not defined. Is it set by a cell above that has not run yet (or by a TODO "
+            "not done yet), or is it misspelt?")
+
+
+def explain_name_errors() -> None:
+    """In a lab's kernel: a cell that uses a name nobody has set yet shows :func:`unset_name_line`
+    instead of a traceback (what a learner meets in the cells after an unfinished TODO)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return
+
+    def one_line(shell, etype, value, tb, tb_offset=None):
+        return [unset_name_line(value)]
+
+    shell.set_custom_exc((NameError,), one_line)
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -296,14 +319,14 @@ class Checks:
         description: str,
         condition: Any,
         *,
-        expected: str | None = None,
+        expected: Any = None,
         found: Any = None,
         hint: str | None = None,
         depends_on: str | Iterable[str] | None = None,
         id: str | None = None,
     ) -> None:
         """Pass when ``condition`` is True. ``expected`` and ``found`` describe a failure;
-        ``found`` may be a lambda, computed only when the check fails."""
+        either may be a lambda, computed only when the check fails."""
 
         def verdict(value: Any) -> _Verdict:
             truth = _as_bool(value)
@@ -317,7 +340,7 @@ class Checks:
                 return _Verdict(True)
             details = []
             if expected is not None:
-                details.append(("expected", expected))
+                details.append(("expected", _describe_found(expected)))
             if found is not None:
                 details.append(("found", _describe_found(found)))
             return _Verdict(False, details)
@@ -460,7 +483,7 @@ def _both_numbers(a: Any, b: Any) -> bool:
 
 
 def _describe_found(found: Any) -> str:
-    """``found`` of ``that()``: text, a value, or a lambda computed only now."""
+    """``expected`` or ``found`` of ``that()``: text, a value, or a lambda computed only now."""
     try:
         value = found() if callable(found) else found
     except Exception as error:

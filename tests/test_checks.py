@@ -210,3 +210,30 @@ def test_an_unfinished_todo_is_found_in_a_functions_source_without_running_it():
     with pytest.raises(LabTodo, match="TODO not done yet: write each batch once"):
         raise_if_todo(stub)
     raise_if_todo(done)
+
+
+def test_an_expected_given_as_a_lambda_is_computed_not_printed_as_a_function():
+    checks = Checks("01-three-guarantees-lab", record=False)
+    checks.that("counts match", lambda: False, expected=lambda: f"{20} orders notified", found=lambda: "19",
+                hint="look")
+    lines = checks.results[-1].lines
+    assert "  expected: 20 orders notified" in lines and not any("<function" in line for line in lines)
+
+
+def test_a_lab_kernel_shows_one_line_for_a_name_nobody_set(monkeypatch):
+    import sys
+    import types
+
+    from deliverylab.checks import explain_name_errors
+
+    registered = {}
+    shell = types.SimpleNamespace(set_custom_exc=lambda kinds, handler: registered.update(kinds=kinds, handler=handler))
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    explain_name_errors()
+    assert registered["kinds"] == (NameError,)
+    try:
+        my_plan  # noqa: F821 - the name an unfinished TODO would have set
+    except NameError as error:
+        lines = registered["handler"](shell, NameError, error, None)
+    assert lines == ["NameError: `my_plan` is not defined. Is it set by a cell above that has not run yet "
+                     "(or by a TODO not done yet), or is it misspelt?"]

@@ -9,3 +9,29 @@ def test_error_class_is_the_first_bracketed_name_in_sparks_message():
     assert error_class(ValueError("[STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST] x")) == \
         "STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST"
     assert error_class("no class here [id = 1]") is None
+
+
+def test_the_cause_under_the_wrappers_is_the_line_to_show():
+    from deliverylab.sparkerrors import cause_line
+
+    text = ("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch "
+            "sink. Reason: An exception was raised by the Python Proxy. Return Message: Traceback (most recent call "
+            "last):\n  File \"x.py\", line 3\npyspark.errors.exceptions.captured.NumberFormatException: "
+            "[CAST_INVALID_INPUT] The value 'forty' of the type \"STRING\" cannot be cast to \"DECIMAL(10,2)\" "
+            "because it is malformed. SQLSTATE: 22018\n: org.apache.spark.SparkException: [TASK_WRITE_FAILED] ...")
+    assert cause_line(text) == ("[CAST_INVALID_INPUT] The value 'forty' of the type \"STRING\" cannot be cast to "
+                                "\"DECIMAL(10,2)\" because it is malformed.")
+    assert cause_line("[STREAM_FAILED] Query [id = 1] terminated") is None
+
+
+def test_pysparks_error_log_is_quiet_inside_and_restored_after():
+    import logging
+
+    from deliverylab.sparkerrors import quiet_error_log
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logger = logging.getLogger(name)
+        before = logger.level
+        with quiet_error_log():
+            assert not logger.isEnabledFor(logging.ERROR)
+        assert logger.level == before

@@ -101,3 +101,48 @@ def test_downstream_dedup_on_real_duplicates(spark, transactional_topic, dedup, 
                                lambda: ledger.reconcile(produced, parsed(raw).collect()))
     assert statuses(checks)["deduped has every order exactly once"] == status
 
+
+
+@pytest.fixture(scope="module")
+def refunds(broker_up):
+    """Exercise 1's topic, as the right answer leaves it: 40 orders committed, then 20 sent and aborted."""
+    from kafka import KafkaProducer
+
+    import deliverylab
+    from deliverylab.orders import encode
+    from deliverylab.stack import kafka
+
+    lesson = deliverylab.setup("test-lab06-refunds", quiet=True)
+    topic = lesson.topic("refunds")
+    kafka.ensure_topic(lesson.bootstrap, topic)
+    producer = KafkaProducer(bootstrap_servers=lesson.bootstrap, transactional_id=f"{lesson.topic_prefix}refunds")
+    producer.init_transactions()
+    for chunk, commit in ((ORDERS[:40], True), (ORDERS[40:], False)):
+        producer.begin_transaction()
+        for order in chunk:
+            producer.send(topic, key=order["order_id"].encode(), value=encode(order))
+        producer.flush()
+        producer.commit_transaction() if commit else producer.abort_transaction()
+    producer.close()
+    return lesson.bootstrap, topic
+
+
+@pytest.mark.parametrize("committed, default, status", [
+    ("read_committed", "read_uncommitted", PASS),
+    ("read_committed", None, FAIL),                  # the course reader's own default kept: read_committed twice
+    ("read_uncommitted", "read_committed", FAIL),    # the two views swapped
+    ("read_uncommitted", "read_uncommitted", FAIL),  # the aborted orders counted as refunds
+])
+def test_exercise_1_views_of_a_real_transactional_topic(refunds, committed, default, status):
+    bootstrap, topic = refunds
+
+    def view(level):
+        return ledger.read_kafka_topic(bootstrap, topic, **({"isolation_level": level} if level else {}))
+
+    committed_view, default_view = view(committed), view(default)
+    checks = fresh()
+    lab.check_transaction_views(checks, lambda: committed_view, lambda: default_view, ORDERS[:40], ORDERS[40:])
+    got = statuses(checks)
+    assert (FAIL in got.values()) == (status == FAIL), got
+    if default is None:
+        assert any("the same as committed_view" in line for r in checks.results for line in r.lines)

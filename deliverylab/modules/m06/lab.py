@@ -55,9 +55,11 @@ def check_transaction_views(checks, committed_view, default_view, committed_orde
     checks.that("default_view shows the aborted orders too",
                 lambda: all(seen(default_view)[i] == 1 for i in aborted_ids + committed_ids),
                 expected=f"all {len(committed_ids) + len(aborted_ids)} orders, aborted ones included",
-                found=lambda: f"{sum(seen(default_view).values())} records",
-                hint="kafka-python's default isolation level is the one its consumer gets when it says nothing. "
-                     "Were the aborted orders sent (inside the transaction) before abort_transaction()?")
+                found=lambda: f"{sum(seen(default_view).values())} records"
+                              + (", the same as committed_view" if seen(default_view) == seen(committed_view) else ""),
+                hint="read_kafka_topic reads read_committed unless you pass isolation_level; a KafkaConsumer "
+                     "given no isolation_level reads with another one. Which? And were the aborted orders sent "
+                     "(flush) before abort_transaction()?")
 
 
 # --------------------------------------------------------------------------- exercise 2

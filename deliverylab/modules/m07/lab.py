@@ -37,8 +37,9 @@ def check_quarantine(checks, routed: Callable) -> None:
     """Exercise 2: your classifier, run over the poison-pill records in one stream."""
     checks.that("the stream ran to the end", lambda: routed().error is None,
                 expected="no error", found=lambda: routed().error,
-                hint="A record your code cannot handle stopped the stream: parse every field as text and "
-                     "give bad records a reason instead of raising.")
+                hint="A record stopped the stream: your code raised on it, or it passed as a good order and "
+                     "could not be written as one (an amount or a time that does not cast). Parse every field "
+                     "as text, and give such a record a reason instead.")
     checks.that("produced = good + quarantined",
                 lambda: routed().produced == routed().good + len(routed().quarantined),
                 expected=lambda: f"{routed().produced} records in total",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...config import CourseError
+from ...sparkerrors import cause_line, quiet_error_log
 
 #: Every field as text, so parsing never fails on a type; plus the column Spark fills with a
 #: record it cannot parse as JSON at all.
@@ -145,11 +146,12 @@ def run(spark, lesson, name: str, classify_fn=classify, lines: list[str] | None 
              .trigger(availableNow=True).start())
     result = Routed(produced=len(lines))
     try:
-        query.awaitTermination()
+        with quiet_error_log():  # the error becomes result.error's one line, not KBs on stderr
+            query.awaitTermination()
     except Exception as error:  # noqa: BLE001 - a stream that stopped on a record is the finding
         from .kernel import first_line
 
-        result.error = first_line(error)
+        result.error = cause_line(error) or first_line(error)
         return result
     return counted(spark, pills, result)
 
