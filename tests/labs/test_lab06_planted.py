@@ -29,31 +29,33 @@ def fresh() -> Checks:
 # --------------------------------------------------------------------------- exercises 3 and 4 on real Spark
 
 
-@pytest.fixture(scope="module")
-def transactional_topic(broker_up):
-    """40 committed orders, 20 aborted ones, then the same 20 committed (as a relay restart leaves its topic)."""
+def transactional_topic_of(name: str, chunks) -> tuple[str, str]:
+    """A lesson topic written by one transactional producer: ``chunks`` of (orders, commit?) in order."""
     from kafka import KafkaProducer
 
     import deliverylab
     from deliverylab.orders import encode
     from deliverylab.stack import kafka
 
-    lesson = deliverylab.setup("test-m06-lab", quiet=True)
-    topic = lesson.topic("transactional")
+    lesson = deliverylab.setup(f"test-lab06-{name}", quiet=True)
+    topic = lesson.topic(name)
     kafka.ensure_topic(lesson.bootstrap, topic)
-    producer = KafkaProducer(bootstrap_servers=lesson.bootstrap, transactional_id=f"{lesson.topic_prefix}writer")
+    producer = KafkaProducer(bootstrap_servers=lesson.bootstrap, transactional_id=f"{lesson.topic_prefix}{name}")
     producer.init_transactions()
-    for chunk, commit in ((ORDERS[:40], True), (ORDERS[40:], False), (ORDERS[40:], True)):
+    for chunk, commit in chunks:
         producer.begin_transaction()
         for order in chunk:
             producer.send(topic, key=order["order_id"].encode(), value=encode(order))
         producer.flush()
-        if commit:
-            producer.commit_transaction()
-        else:
-            producer.abort_transaction()
+        producer.commit_transaction() if commit else producer.abort_transaction()
     producer.close()
-    return lesson, topic
+    return lesson.bootstrap, topic
+
+
+@pytest.fixture(scope="module")
+def transactional_topic(broker_up):
+    """40 committed orders, 20 aborted ones, then the same 20 committed (as a relay restart leaves its topic)."""
+    return transactional_topic_of("transactional", ((ORDERS[:40], True), (ORDERS[40:], False), (ORDERS[40:], True)))
 
 
 def read(spark, bootstrap, topic, **options):
@@ -78,9 +80,9 @@ def parsed(raw):
     ({"kafka.isolation.level": "read_uncommitted"}, FAIL),
 ])
 def test_spark_read_on_a_real_transactional_topic(spark, transactional_topic, options, status):
-    lesson, topic = transactional_topic
+    bootstrap, topic = transactional_topic
     checks = fresh()
-    df = parsed(read(spark, lesson.bootstrap, topic, **options))
+    df = parsed(read(spark, bootstrap, topic, **options))
     lab.check_spark_committed_read(checks, lambda: df, lambda: pairs(ORDERS))
     assert statuses(checks)["committed_df has every order exactly once"] == status
 
@@ -93,8 +95,8 @@ def test_spark_read_on_a_real_transactional_topic(spark, transactional_topic, op
     (lambda raw: parsed(raw).dropDuplicates(["customer_id"]), FAIL),       # drops real orders: lost
 ], ids=["by_order_id", "none", "by_offset", "distinct_raw", "by_customer"])
 def test_downstream_dedup_on_real_duplicates(spark, transactional_topic, dedup, status):
-    lesson, topic = transactional_topic
-    raw = read(spark, lesson.bootstrap, topic)  # read_uncommitted: orders 40-59 twice
+    bootstrap, topic = transactional_topic
+    raw = read(spark, bootstrap, topic)  # read_uncommitted: orders 40-59 twice
     produced = ORDERS
     checks = fresh()
     lab.check_downstream_dedup(checks, lambda: dedup(raw), lambda: produced,
@@ -106,25 +108,7 @@ def test_downstream_dedup_on_real_duplicates(spark, transactional_topic, dedup, 
 @pytest.fixture(scope="module")
 def refunds(broker_up):
     """Exercise 1's topic, as the right answer leaves it: 40 orders committed, then 20 sent and aborted."""
-    from kafka import KafkaProducer
-
-    import deliverylab
-    from deliverylab.orders import encode
-    from deliverylab.stack import kafka
-
-    lesson = deliverylab.setup("test-lab06-refunds", quiet=True)
-    topic = lesson.topic("refunds")
-    kafka.ensure_topic(lesson.bootstrap, topic)
-    producer = KafkaProducer(bootstrap_servers=lesson.bootstrap, transactional_id=f"{lesson.topic_prefix}refunds")
-    producer.init_transactions()
-    for chunk, commit in ((ORDERS[:40], True), (ORDERS[40:], False)):
-        producer.begin_transaction()
-        for order in chunk:
-            producer.send(topic, key=order["order_id"].encode(), value=encode(order))
-        producer.flush()
-        producer.commit_transaction() if commit else producer.abort_transaction()
-    producer.close()
-    return lesson.bootstrap, topic
+    return transactional_topic_of("refunds", ((ORDERS[:40], True), (ORDERS[40:], False)))
 
 
 @pytest.mark.parametrize("committed, default, status", [
