@@ -56,6 +56,17 @@ def test_exercise_2_right_and_wrong(checks, capsys):
                              lambda: led.revenue_expected - led.revenue_observed)
     assert set(statuses(checks).values()) == {"FAIL"}
     assert led.extra_copies != led.duplicated and led.revenue_observed - led.revenue_expected == Decimal("30.00")
+    reversed_line = [line for r in checks.results for line in r.lines if "found:" in line][-1]
+    assert "the wrong sign" in reversed_line
+
+
+def test_exercise_2_takes_the_amount_as_a_float_as_lab_03_does(checks):
+    led = AT_LEAST_ONCE.ledger
+    lab.check_duplicate_cost(checks, lambda: AT_LEAST_ONCE, lambda: led.duplicated,
+                             lambda: float(led.revenue_observed) - float(led.revenue_expected))
+    assert set(statuses(checks).values()) == {"PASS"}
+    lab.check_duplicate_cost(checks, lambda: AT_LEAST_ONCE, lambda: led.duplicated, lambda: "30 dollars")
+    assert statuses(checks)["inflation is the value of the extra copies"] == "FAIL"
 
 
 def test_exercise_3_rejects_an_unsafe_and_an_unknown_variant(checks):

@@ -39,9 +39,27 @@ def check_duplicate_cost(checks, report: Callable, twice: Callable, inflation: C
                 lambda: twice() == sum(1 for n in _copies(report().rows).values() if n > 1),
                 expected="the number of order ids with two or more rows", found=lambda: f"twice = {twice()}",
                 hint="Look for the ledger line about duplicated orders, not the one about rows or extra copies.")
-    checks.that("inflation is the value of the extra copies", lambda: inflation() == _extra_value(report().rows),
-                expected="observed revenue minus expected revenue", found=lambda: f"inflation = {inflation()}",
-                hint="Subtract in the right order: a duplicate makes the observed revenue larger.")
+    checks.that("inflation is the value of the extra copies",
+                lambda: _money(inflation()) == _extra_value(report().rows),
+                expected="observed revenue minus expected revenue",
+                found=lambda: f"inflation = {inflation()!r}" + _sign_note(inflation(), _extra_value(report().rows)),
+                hint="A duplicate makes the observed revenue larger than the expected one: inflation is the "
+                     "difference, and it is positive. Which two revenue figures does the ledger give?")
+
+
+def _money(value):
+    """An amount as the ledger counts it (a float to the cent, as lab 03 takes it too); None if it is none."""
+    from ...config import CourseError
+    from ...ledger import to_amount
+
+    try:
+        return to_amount(value)
+    except CourseError:
+        return None
+
+
+def _sign_note(value, right) -> str:
+    return " (the right amount, the wrong sign: subtract the other way)" if _money(value) == -right != 0 else ""
 
 
 def check_payments_variant(checks, variant: Callable, crash_and_recover: Callable) -> None:
