@@ -21,6 +21,7 @@ Reading what Spark, Delta and Kafka leave behind (no Spark needed)
 Labs, quizzes and progress
     labs         labs generated from solutions          checks    checks with hints, todo()
     quiz         quizzes and predictions (ipywidgets)    progress  the learner's progress store
+    todos        an unfinished exercise in one line (a todo() left in a function, a name not set yet)
 
 The machine (stack/: imports no course code)
     stack/       java, jars (+ ivy/), broker, kafka clients, session (+ classarchive), processes, jupyter
@@ -33,7 +34,7 @@ The machine (stack/: imports no course code)
 The crash lab (crashlab/)
     crashlab/    variants (the pipelines, one table), sinks, crashpoints (+ java/ hook),
                  pipeline + record, drivers (standby drivers), driver (the process), files,
-                 attempts, chaos, panel
+                 attempts, chaos, panel, dbwrites (mid_sink_write inside a learner's SQLite writer)
 
 Each module's own helpers (modules/)
     modules/m01/ consumers (the code lesson 01 shows), process (the consumer process),
@@ -84,7 +85,7 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
 
     lesson = prepare(name, reset=reset, quiet=quiet)
     if name.endswith(LAB_SUFFIX):
-        from .checks import explain_name_errors
+        from .todos import explain_name_errors
 
         explain_name_errors()  # after an unfinished TODO, the next cells say so in one line
     if uses_crash_lab(name):

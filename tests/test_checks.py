@@ -189,7 +189,8 @@ def test_importing_checks_does_not_import_spark():
 
 
 def test_an_unfinished_todo_is_found_in_a_functions_source_without_running_it():
-    from deliverylab.checks import LabTodo, raise_if_todo, todo, unfinished_todo
+    from deliverylab.checks import LabTodo, todo
+    from deliverylab.todos import raise_if_todo, unfinished_todo
 
     def stub(orders, out):
         # TODO: write it
@@ -224,10 +225,11 @@ def test_a_lab_kernel_shows_one_line_for_a_name_nobody_set(monkeypatch):
     import sys
     import types
 
-    from deliverylab.checks import explain_name_errors
+    from deliverylab.todos import explain_name_errors
 
-    registered = {}
-    shell = types.SimpleNamespace(set_custom_exc=lambda kinds, handler: registered.update(kinds=kinds, handler=handler))
+    registered, shown = {}, []
+    shell = types.SimpleNamespace(set_custom_exc=lambda kinds, handler: registered.update(kinds=kinds, handler=handler),
+                                  _showtraceback=lambda etype, value, lines: shown.append(lines))
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
     explain_name_errors()
     assert registered["kinds"] == (NameError,)
@@ -237,3 +239,29 @@ def test_a_lab_kernel_shows_one_line_for_a_name_nobody_set(monkeypatch):
         lines = registered["handler"](shell, NameError, error, None)
     assert lines == ["NameError: `my_plan` is not defined. Is it set by a cell above that has not run yet "
                      "(or by a TODO not done yet), or is it misspelt?"]
+    assert shown == [lines]  # shown, as IPython does not show what a custom handler returns
+
+
+def test_in_a_real_kernel_the_unset_name_is_one_error_line_and_the_cell_fails():
+    """IPython shows nothing a custom exception handler returns; the learner must still see the line."""
+    import queue
+
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        client.execute_interactive("from deliverylab.todos import explain_name_errors; explain_name_errors()",
+                                   timeout=60)
+        errors = []
+        reply = client.execute_interactive("print(my_plan)", timeout=60,
+                                           output_hook=lambda m: errors.append(m["content"])
+                                           if m["msg_type"] == "error" else None)
+    except queue.Empty:
+        pytest.fail("the kernel went quiet")
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "error"  # Run All stops here
+    assert [(e["ename"], e["traceback"]) for e in errors] == [
+        ("NameError", ["NameError: `my_plan` is not defined. Is it set by a cell above that has not run yet "
+                       "(or by a TODO not done yet), or is it misspelt?"])]

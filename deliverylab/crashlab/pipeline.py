@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import statusline
-from ..checks import raise_if_todo
+from ..todos import raise_if_todo
 from ..config import CourseError
 from ..stack import kafka, processes
 from . import crashpoints, drivers, sinks, variants

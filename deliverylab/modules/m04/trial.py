@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 
 from ... import streams
-from ...checks import raise_if_todo
+from ...todos import raise_if_todo
 from ...config import CourseError
 
 ORDERS = 400
