@@ -29,6 +29,8 @@ The machine (stack/: imports no course code)
                  runner, nbcapture (keeps what nbval executed, for the browser test),
                  flaky (a proxy that loses produce replies), cluster (a local Spark standalone
                  cluster: master + 2 workers), brokers (a three-broker Kafka cluster),
+                 classbroker (a room's broker with logins and ACLs) + classauth (its roster, passwords,
+                 join tokens, ACL list and client login options),
                  locks (one holder at a time, across processes)
 
 The crash lab (crashlab/)

@@ -36,8 +36,13 @@ and the course then never starts, stops or wipes a broker of its own:
         [workshop]
         broker = 192.168.1.20:9092
         learner = ada
+        password = ...            (a class broker with logins: `workshop join <token>` writes it)
 
-The environment wins over the file. On a shared broker the FLAKY listener is two ports above
+    DELIVERYLAB_KAFKA_PASSWORD   a class broker with logins (stack/classauth.py): the password of
+    DELIVERYLAB_KAFKA_USER       DELIVERYLAB_KAFKA_USER (default: the learner id) on the shared broker
+
+The environment wins over the file. A password in the file belongs to the file's broker: with
+DELIVERYLAB_BROKER pointing elsewhere (lesson 09's local cluster), no client sends it. On a shared broker the FLAKY listener is two ports above
 the broker's port and advertises the learner's own proxy on 127.0.0.1, one port above that
 (9092: listener 9094, proxy 9095, as on the course's own broker).
 """
@@ -47,7 +52,7 @@ import configparser
 import getpass
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HOST = "127.0.0.1"
@@ -62,7 +67,7 @@ TOPIC_PREFIX = "xo."
 CLASS_TOPIC = TOPIC_PREFIX + "_class.board"
 
 WORKSHOP_FILE = "workshop.ini"
-WORKSHOP_KEYS = ("broker", "learner")
+WORKSHOP_KEYS = ("broker", "learner", "password")
 
 
 class CourseError(RuntimeError):
@@ -172,6 +177,16 @@ def read_workshop_file(path: Path) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class KafkaLogin:
+    """A SASL/SCRAM login on one shared broker (a class broker with logins, stack/classauth.py)."""
+    broker: str
+    username: str
+    password: str = field(repr=False)
+    #: SCRAM-SHA-512 for learners and the board; PLAIN on the class broker's loopback listener (admin)
+    mechanism: str = "SCRAM-SHA-512"
+
+
+@dataclass(frozen=True)
 class Settings:
     root: Path
     state: Path
@@ -191,6 +206,8 @@ class Settings:
     reduced: bool = False
     #: DELIVERYLAB_STANDBY_WARM_UP: does a standby driver warm up before it is needed?
     standby_warm_up: bool = True
+    #: the login on the shared broker, when it has logins (None: the course's own broker, or a class broker without)
+    kafka_login: KafkaLogin | None = None
 
     @property
     def on_cluster(self) -> bool:
@@ -267,6 +284,7 @@ def settings() -> Settings:
     else:
         source, shared = "", None
     jars = os.environ.get("DELIVERYLAB_JARS")
+    login = _kafka_login(shared, source, workshop, _safe_name(learner))
     return Settings(
         root=root,
         state=state,
@@ -282,4 +300,15 @@ def settings() -> Settings:
         reduced=parse_flag(os.environ.get("DELIVERYLAB_REDUCED", ""), "DELIVERYLAB_REDUCED"),
         standby_warm_up=parse_flag(os.environ.get("DELIVERYLAB_STANDBY_WARM_UP", ""), "DELIVERYLAB_STANDBY_WARM_UP",
                                    default=True),
+        kafka_login=login,
     )
+
+
+def _kafka_login(shared: str | None, source: str, workshop: dict[str, str], learner: str) -> KafkaLogin | None:
+    """The environment's password goes with the shared broker; the file's only with the file's own broker."""
+    password = os.environ.get("DELIVERYLAB_KAFKA_PASSWORD", "")
+    if not password and source != "DELIVERYLAB_BROKER":
+        password = workshop.get("password", "")
+    if not shared or not password:
+        return None
+    return KafkaLogin(broker=shared, username=os.environ.get("DELIVERYLAB_KAFKA_USER") or learner, password=password)

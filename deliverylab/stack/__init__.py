@@ -11,6 +11,8 @@
     brokers    a three-broker Kafka cluster (KRaft, RF 3, min.insync.replicas=2): stack up --brokers 3
     locks      one holder at a time across processes (server up/down, the flaky proxy's port)
     classarchive  the class-data-sharing archive that shortens every Spark JVM's start (made by setup)
+    classbroker   the class broker for a room: SASL/SCRAM logins, prefixed ACLs (stack up --class class.txt)
+    classauth     its pure side: the roster, passwords (0600), join tokens, the ACL list, client and Spark login options
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.
 """

@@ -1,27 +1,118 @@
 """Kafka clients for the course's own bookkeeping: topics, offsets, groups, offset ranges.
 
 Every admin client and every helper consumer of the package is built here, with the same
-settings: no group unless one is asked for, no auto-commit, no topic auto-creation. (The
+settings: no group unless one is asked for, no auto-commit, no topic auto-creation. On a class
+broker with logins (stack/classauth.py) they log in with the learner's credential
+(config.Settings.kafka_login, or a ``login=`` given), and a refusal is one CourseError line
+(:func:`refusals`); on the course's own broker nothing of that applies. (The
 consumers and producers that lessons study are written out in the lessons' own code.)
 """
 from __future__ import annotations
 
 import contextlib
+import logging
+import re
 import time
 from typing import Iterator
 
-from ..config import CourseError
+from ..config import CourseError, KafkaLogin, settings as course_settings
+from .classauth import client_options, refusal_line
 
 CLIENT_ID = "deliverylab"
+LOGIN_BOOTSTRAP_TIMEOUT_MS = 10000
+
+
+def login_for(bootstrap: str, login: KafkaLogin | None = None) -> KafkaLogin | None:
+    """The login to use at ``bootstrap``: the one given, else the course's own when it is for that broker."""
+    if login is not None:
+        return login
+    found = course_settings().kafka_login
+    return found if found is not None and found.broker == bootstrap else None
+
+
+# kafka-python warns "Exchanging credentials in the clear" at every SCRAM login: SCRAM sends a proof, never the
+# password (RFC 5802), so the warning would only alarm a learner whose notebook shows it
+logging.getLogger("kafka.net.sasl.scram").setLevel(logging.ERROR)
+
+
+def security(bootstrap: str, login: KafkaLogin | None = None) -> dict[str, str]:
+    """kafka-python keyword arguments that log in at ``bootstrap`` ({} on a broker without logins)."""
+    return client_options(login_for(bootstrap, login))
 
 
 @contextlib.contextmanager
-def admin(bootstrap: str, timeout_s: float | None = None) -> Iterator:
+def refusals(bootstrap: str, action: str, resource: str = "", login: KafkaLogin | None = None) -> Iterator:
+    """Turn Kafka's authorization and authentication errors inside the block into one CourseError line."""
+    from kafka.errors import KafkaError
+
+    try:
+        yield
+    except KafkaError as error:
+        code = _refusal_code(error)
+        if code is None:
+            raise
+        found = login_for(bootstrap, login)
+        raise CourseError(refusal_line(code, found.username if found else "this client", action, resource)) from None
+
+
+def _refusal_code(error) -> str | None:
+    """Kafka's error code when ``error`` is a refused login or action (TOPIC_AUTHORIZATION_FAILED, ...), else None.
+    kafka-python wraps some (an idempotent producer's InitProducerId) in a plain KafkaError that names the class."""
+    import kafka.errors as errors
+
+    if isinstance(error, (errors.AuthorizationError, errors.SaslAuthenticationFailedError)):
+        return error.message
+    named = re.search(r"\b(\w+AuthorizationFailedError|SaslAuthenticationFailedError)\b", str(error))
+    found = getattr(errors, named.group(1), None) if named else None
+    return found.message if isinstance(found, type) and issubclass(found, errors.BrokerResponseError) else None
+
+
+class _AuthFailures(logging.Handler):
+    """kafka-python retries a refused login until its bootstrap timeout and then reports only the timeout; the
+    refusal itself reaches its log (the exception as the record's argument). This keeps it for the message."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.seen: list[Exception] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from kafka.errors import SaslAuthenticationFailedError
+
+        self.seen.extend(a for a in (record.args or ()) if isinstance(a, SaslAuthenticationFailedError))
+
+
+@contextlib.contextmanager
+def _logging_in(bootstrap: str, login: KafkaLogin | None) -> Iterator[dict]:
+    """Around a client's construction: with a login, a refused password is one CourseError line, soon (the
+    bootstrap gives up after the request timeout instead of kafka-python's 30 s). Without one, nothing changes."""
+    login = login_for(bootstrap, login)
+    if login is None:
+        yield {}
+        return
+    watch, logger = _AuthFailures(), logging.getLogger("kafka.net")
+    logger.addHandler(watch)
+    try:
+        with refusals(bootstrap, "connect", login=login):
+            try:
+                yield client_options(login)
+            except Exception:
+                if watch.seen:
+                    raise watch.seen[-1] from None
+                raise
+    finally:
+        logger.removeHandler(watch)
+
+
+@contextlib.contextmanager
+def admin(bootstrap: str, timeout_s: float | None = None, login: KafkaLogin | None = None) -> Iterator:
     """A KafkaAdminClient, closed afterwards. Raises kafka's errors when the broker does not answer."""
     from kafka import KafkaAdminClient
 
     extra = {"request_timeout_ms": int(timeout_s * 1000)} if timeout_s else {}
-    client = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=f"{CLIENT_ID}-admin", **extra)
+    with _logging_in(bootstrap, login) as options:
+        if options and timeout_s:
+            extra["bootstrap_timeout_ms"] = int(timeout_s * 1000)
+        client = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=f"{CLIENT_ID}-admin", **options, **extra)
     try:
         yield client
     finally:
@@ -29,14 +120,18 @@ def admin(bootstrap: str, timeout_s: float | None = None) -> Iterator:
 
 
 @contextlib.contextmanager
-def consumer(bootstrap: str, **settings) -> Iterator:
+def consumer(bootstrap: str, login: KafkaLogin | None = None, **settings) -> Iterator:
     """A KafkaConsumer with no group, no auto-commit and no topic auto-creation, closed afterwards."""
     from kafka import KafkaConsumer
 
     options = dict(group_id=None, client_id=f"{CLIENT_ID}-reader", enable_auto_commit=False,
                    allow_auto_create_topics=False, auto_offset_reset="earliest")
-    options.update(settings)
-    client = KafkaConsumer(bootstrap_servers=bootstrap, **options)
+    with _logging_in(bootstrap, login) as security_options:
+        options.update(security_options)
+        if security_options:  # a refused login is reported after 10 s, not kafka-python's 30
+            options["bootstrap_timeout_ms"] = LOGIN_BOOTSTRAP_TIMEOUT_MS
+        options.update(settings)
+        client = KafkaConsumer(bootstrap_servers=bootstrap, **options)
     try:
         yield client
     finally:
@@ -58,14 +153,15 @@ def listening(bootstrap: str, timeout_s: float = 1.0) -> bool:
     return False
 
 
-def topics(bootstrap: str, prefix: str = "", timeout_s: float = 3.0) -> list[str] | None:
-    """Topic names starting with ``prefix``, sorted; None when no broker answers at ``bootstrap``."""
+def topics(bootstrap: str, prefix: str = "", timeout_s: float = 3.0, login: KafkaLogin | None = None) -> list[str] | None:
+    """Topic names starting with ``prefix``, sorted; None when no broker answers at ``bootstrap``. A broker that
+    refuses the login raises a CourseError that says what to do (a wrong password is no broker down)."""
     from kafka.errors import KafkaConfigurationError, KafkaError
 
     if not listening(bootstrap, min(timeout_s, 1.0)):
         return None
     try:
-        with admin(bootstrap, timeout_s) as client:
+        with admin(bootstrap, timeout_s, login=login) as client:
             return sorted(t for t in client.list_topics() if t.startswith(prefix))
     except KafkaConfigurationError:
         raise
@@ -73,12 +169,12 @@ def topics(bootstrap: str, prefix: str = "", timeout_s: float = 3.0) -> list[str
         return None
 
 
-def answers(bootstrap: str, timeout_s: float = 3.0) -> bool:
+def answers(bootstrap: str, timeout_s: float = 3.0, login: KafkaLogin | None = None) -> bool:
     """True when a broker answers a metadata request at ``bootstrap`` (the readiness probe)."""
-    return topics(bootstrap, timeout_s=timeout_s) is not None
+    return topics(bootstrap, timeout_s=timeout_s, login=login) is not None
 
 
-def admin_call(bootstrap: str, call, within_s: float = 30):
+def admin_call(bootstrap: str, call, within_s: float = 30, login: KafkaLogin | None = None):
     """``call(client)`` on a fresh admin client, tried again for up to ``within_s`` while the node the client
     picked does not answer. kafka-python's admin client gives up on the first node that refuses, even when
     others would answer: on the three-broker cluster, a broker that was just killed stays in the cluster's
@@ -89,7 +185,7 @@ def admin_call(bootstrap: str, call, within_s: float = 30):
     deadline = time.monotonic() + within_s
     while True:
         try:
-            with admin(bootstrap) as client:
+            with admin(bootstrap, login=login) as client:
                 return call(client)
         except (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError):
             if time.monotonic() > deadline:
@@ -98,7 +194,7 @@ def admin_call(bootstrap: str, call, within_s: float = 30):
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int = 2, replication: int = -1,
-                 config: dict[str, str] | None = None) -> bool:
+                 config: dict[str, str] | None = None, login: KafkaLogin | None = None) -> bool:
     """Create ``topic`` if it does not exist (the course's broker does not auto-create topics).
 
     ``replication=-1`` takes the broker's ``default.replication.factor``: one copy on the
@@ -119,46 +215,82 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int = 2, replication: i
             return False
         return True
 
-    return admin_call(bootstrap, create)
+    with refusals(bootstrap, "create topic", topic, login):
+        return admin_call(bootstrap, create, login=login)
 
 
-def delete_topics(bootstrap: str, names: list[str], wait_s: float = 30) -> None:
+def delete_topics(bootstrap: str, names: list[str], wait_s: float = 30, login: KafkaLogin | None = None) -> None:
     """Delete topics and wait (up to ``wait_s``) until the names are free again (deletion is asynchronous)."""
     if not names:
         return
     from kafka.errors import UnknownTopicOrPartitionError
 
-    with admin(bootstrap) as client:
+    with admin(bootstrap, login=login) as client, refusals(bootstrap, "delete topic", ", ".join(names), login):
         try:
             client.delete_topics(names, timeout_ms=30000)
         except UnknownTopicOrPartitionError:
             pass
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        left = set(names) & set(topics(bootstrap) or [])
+        left = set(names) & set(topics(bootstrap, login=login) or [])
         if not left:
             return
         time.sleep(0.2)
 
 
-def set_topic_config(bootstrap: str, topic: str, config: dict[str, str]) -> None:
+def require_topic_access(client, bootstrap: str, topic: str, action: str, login: KafkaLogin | None = None) -> None:
+    """On a broker with logins, a CourseError line when the login may not see ``topic``. Kafka answers a topic it
+    hides like one that does not exist in most of kafka-python's calls (an empty read, no configs, no offsets);
+    the metadata request for the one topic names the refusal. Without a login, nothing is asked."""
+    from kafka.errors import TopicAuthorizationFailedError
+
+    if login_for(bootstrap, login) is None:
+        return
+    with refusals(bootstrap, action, topic, login):
+        for found in client.describe_topics([topic]):
+            if found.get("error_code") == TopicAuthorizationFailedError.errno:
+                raise TopicAuthorizationFailedError(topic)
+
+
+def topic_configs(bootstrap: str, topic: str, login: KafkaLogin | None = None) -> dict[str, str]:
+    """The settings of ``topic`` that differ from the broker's defaults (``{name: value}``)."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    with admin(bootstrap, login=login) as client:
+        require_topic_access(client, bootstrap, topic, "read the settings of topic", login)
+        found = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    return {name: entry["value"] for name, entry in found.get("topic", {}).get(topic, {}).items()}
+
+
+def set_topic_config(bootstrap: str, topic: str, config: dict[str, str], login: KafkaLogin | None = None) -> None:
     """Change settings of an existing topic (for example ``retention.ms``)."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    with admin(bootstrap) as client:
+    with admin(bootstrap, login=login) as client, refusals(bootstrap, "change the settings of topic", topic, login):
+        require_topic_access(client, bootstrap, topic, "change the settings of topic", login)
         client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=config)])
 
 
-def _partitions(client, topic: str) -> list:
+def _partitions(client, topic: str, bootstrap: str = "") -> list:
     from kafka import TopicPartition
 
-    return [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
+    found = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
+    if not found and bootstrap:
+        _refuse_if_hidden(bootstrap, topic, "read topic")
+    return found
+
+
+def _refuse_if_hidden(bootstrap: str, topic: str, action: str) -> None:
+    """A topic a login may not see looks missing to a consumer: on a broker with logins, say it is refused."""
+    if login_for(bootstrap) is not None:
+        with admin(bootstrap) as client:
+            require_topic_access(client, bootstrap, topic, action)
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     """``{partition: offset of the next record}`` of ``topic`` now ({} if it does not exist)."""
     with consumer(bootstrap) as client:
-        tps = _partitions(client, topic)
+        tps = _partitions(client, topic, bootstrap)
         return {tp.partition: off for tp, off in client.end_offsets(tps).items()} if tps else {}
 
 
@@ -177,7 +309,7 @@ def producer_ids(bootstrap: str, topic: str) -> set[int]:
 def beginning_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     """``{partition: offset of the first record still kept}`` ({} if the topic does not exist)."""
     with consumer(bootstrap) as client:
-        tps = _partitions(client, topic)
+        tps = _partitions(client, topic, bootstrap)
         return {tp.partition: off for tp, off in client.beginning_offsets(tps).items()} if tps else {}
 
 
@@ -195,6 +327,7 @@ def read_range(bootstrap: str, topic: str, ranges: dict[int, tuple[int, int]], t
     wanted = {TopicPartition(topic, p): r for p, r in ranges.items() if r[1] > r[0]}
     if not wanted:
         return []
+    _refuse_if_hidden(bootstrap, topic, "read topic")  # else an empty wait of timeout_s
     records: dict = {tp: [] for tp in wanted}
     with consumer(bootstrap, isolation_level=isolation_level) as client:
         client.assign(list(wanted))

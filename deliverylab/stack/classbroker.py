@@ -1,0 +1,331 @@
+"""The class broker from the course's own jars: one Kafka broker for a room, a login per learner, prefixed ACLs.
+
+    python -m deliverylab stack up --class class.txt --address 192.168.1.20
+    python -m deliverylab stack status --class
+    python -m deliverylab stack down --class          # also: stack wipe --class
+
+``up`` reads the roster (one learner id per line), issues a SCRAM-SHA-512 password to every learner,
+to the board and to the instructor (admin), kept in ``.state/class-broker/passwords.json`` (0600),
+formats the broker's storage with those credentials (``kafka-storage format --add-scram``), starts
+the broker, then, as admin, grants the ACLs of stack/classauth.py and creates the class topic. A
+learner added to the roster later gets a password and ACLs at the next ``up`` (the broker keeps
+running). ``join-tokens.txt`` (0600) holds the line to hand each learner:
+``python -m deliverylab workshop join <token>``.
+
+Listeners (P = DELIVERYLAB_CLASS_PORT, default 9092; the course's own broker is left alone):
+    CLASS       <address>:P     SASL_PLAINTEXT, SCRAM-SHA-512: the learners' bootstrap address
+    FLAKY       <address>:P+2   SASL_PLAINTEXT, SCRAM-SHA-512, advertised as 127.0.0.1:P+3: each learner's
+                                own flaky-network proxy (stack/flaky.py), as in shared-broker mode
+    CONTROLLER  127.0.0.1:P+5   SASL_PLAINTEXT, PLAIN: KRaft, the broker's own admin identity only
+    INTERNAL    127.0.0.1:P+6   SASL_PLAINTEXT, PLAIN: inter-broker traffic and the instructor's tools
+The authorizer is Kafka's StandardAuthorizer (ACLs in the KRaft metadata log); admin is the only super
+user, and a resource without an ACL is refused to everyone else (allow.everyone.if.no.acl.found=false).
+SASL_PLAINTEXT keeps passwords off the wire (SCRAM sends a proof, never the password); the records
+themselves cross the class network unencrypted.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import broker, classauth, jars, kafka, locks, processes
+from ..config import CLASS_TOPIC, HOST, CourseError, KafkaLogin, Settings, _port, settings
+from .java import QUICK_JIT_FLAGS
+
+HEAP = "768m"
+READY_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 30
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+#: settings of the course's broker that name its listeners, its security or its one node's files: replaced here
+_OWN_KEYS = ("controller.quorum.bootstrap.servers", "listeners", "advertised.listeners", "controller.listener.names",
+             "inter.broker.listener.name", "listener.security.protocol.map", "log.dirs")
+
+
+@dataclass(frozen=True)
+class Ports:
+    client: int
+
+    @property
+    def flaky(self) -> int:
+        return self.client + 2
+
+    @property
+    def flaky_proxy(self) -> int:
+        return self.client + 3
+
+    @property
+    def controller(self) -> int:
+        return self.client + 5
+
+    @property
+    def internal(self) -> int:
+        return self.client + 6
+
+    def bound(self) -> tuple[int, ...]:
+        return self.client, self.flaky, self.controller, self.internal
+
+
+def ports() -> Ports:
+    return Ports(_port("DELIVERYLAB_CLASS_PORT", 9092))
+
+
+def paths(s: Settings) -> dict[str, Path]:
+    d = s.state / "class-broker"
+    return {"dir": d, "props": d / "server.properties", "log4j": d / "log4j2.properties", "log": d / "broker.log",
+            "stdout": d / "broker.out", "pid": d / "broker.pid", "lock": d / ".lock", "data": d / "data",
+            "passwords": d / "passwords.json", "tokens": d / "join-tokens.txt", "address": d / "address"}
+
+
+def _plain_jaas(password: str) -> str:
+    """The loopback listeners' PLAIN login: the broker logs in as admin, and admin is the one user it accepts."""
+    return (f'{classauth.PLAIN_LOGIN_MODULE} required username="{classauth.ADMIN}" password="{password}" '
+            f'user_{classauth.ADMIN}="{password}";')
+
+
+def server_properties(s: Settings, address: str, p: Ports, admin_password: str) -> str:
+    """The course broker's settings (stack/broker.py) with the class broker's listeners, logins and authorizer."""
+    own = {
+        "controller.quorum.bootstrap.servers": f"{HOST}:{p.controller}",
+        "listeners": f"CLASS://{address}:{p.client},FLAKY://{address}:{p.flaky},"
+                     f"CONTROLLER://{HOST}:{p.controller},INTERNAL://{HOST}:{p.internal}",
+        "advertised.listeners": f"CLASS://{address}:{p.client},FLAKY://{HOST}:{p.flaky_proxy},INTERNAL://{HOST}:{p.internal}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "INTERNAL",
+        "listener.security.protocol.map": "CLASS:SASL_PLAINTEXT,FLAKY:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,"
+                                          "INTERNAL:SASL_PLAINTEXT",
+        "log.dirs": str(paths(s)["data"]),
+        "sasl.enabled.mechanisms": classauth.MECHANISM,
+        "listener.name.class.sasl.enabled.mechanisms": classauth.MECHANISM,
+        "listener.name.flaky.sasl.enabled.mechanisms": classauth.MECHANISM,
+        "listener.name.class.scram-sha-512.sasl.jaas.config": f"{classauth.SCRAM_LOGIN_MODULE} required;",
+        "listener.name.flaky.scram-sha-512.sasl.jaas.config": f"{classauth.SCRAM_LOGIN_MODULE} required;",
+        "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.internal.plain.sasl.jaas.config": _plain_jaas(admin_password),
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": _plain_jaas(admin_password),
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "authorizer.class.name": AUTHORIZER,
+        "super.users": f"User:{classauth.ADMIN}",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+    lines = ["# Written by deliverylab for the class broker (holds the admin password: mode 0600); rewritten at every "
+             "`stack up --class`."]
+    for line in broker.server_properties(s).splitlines():
+        key = line.partition("=")[0].strip()
+        if line.strip() and not line.lstrip().startswith("#") and key not in _OWN_KEYS:
+            lines.append(line)
+    lines.extend(f"{key}={value}" for key, value in own.items())
+    return "\n".join(lines) + "\n"
+
+
+def admin_login(s: Settings | None = None, p: Ports | None = None) -> KafkaLogin:
+    """The instructor's login on the INTERNAL listener (loopback, PLAIN)."""
+    s, p = s or settings(), p or ports()
+    password = classauth.read_passwords(paths(s)["passwords"]).get(classauth.ADMIN)
+    if not password:
+        raise CourseError("The class broker has no admin password yet: start it with "
+                          "`python -m deliverylab stack up --class class.txt --address YOUR-ADDRESS`.")
+    return KafkaLogin(broker=f"{HOST}:{p.internal}", username=classauth.ADMIN, password=password, mechanism="PLAIN")
+
+
+def _java_cmd(s: Settings, java: str, main: str, *args: str, heap: str = HEAP) -> list[str]:
+    p = paths(s)
+    return [java, f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC", *QUICK_JIT_FLAGS, "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={p['log4j']}", f"-Dkafka.logs.dir={p['dir']}",
+            "-cp", str(jars.classpath_dir("kafka") / "*"), main, *args]
+
+
+def _our_pid(s: Settings) -> int | None:
+    p = paths(s)
+    try:
+        pid = int(p["pid"].read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (OSError, ValueError):
+        return None
+    return pid if "kafka.Kafka" in cmdline and str(p["props"]) in cmdline and processes.alive(pid) else None
+
+
+def _format(s: Settings, java: str, passwords: dict[str, str]) -> None:
+    """Format empty storage with every identity's SCRAM credential (KIP-900). The passwords are on the format
+    command's line for about two seconds; storage that is formatted already is left as it is."""
+    p = paths(s)
+    if (p["data"] / "meta.properties").exists():
+        return
+    cmd = _java_cmd(s, java, "kafka.tools.StorageTool", "format", "-t", broker.new_cluster_id(), "-c", str(p["props"]),
+                    "--standalone", "--ignore-formatted", *classauth.scram_format_args(passwords), heap="256m")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CourseError("Formatting the class broker's storage failed:\n" + (proc.stdout + proc.stderr)[-2000:])
+
+
+def _log_tail(s: Settings, lines: int = 20) -> str:
+    chunks = []
+    for name in ("stdout", "log"):
+        f = paths(s)[name]
+        if f.exists():
+            chunks.extend(f.read_text(errors="replace").strip().splitlines()[-lines:])
+    return "\n".join(chunks[-lines:]) or "(the broker wrote no log)"
+
+
+def _wait_ready(s: Settings, pid: int, admin: KafkaLogin, started: float) -> None:
+    deadline = started + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not processes.alive(pid):
+            raise CourseError(f"The class broker exited while starting. Its last log lines:\n{_log_tail(s)}\n"
+                              "Fix what the log names, then run `stack up --class` again (`stack wipe --class` "
+                              "starts from empty storage).")
+        if kafka.answers(admin.broker, timeout_s=1.0, login=admin):
+            return
+        time.sleep(0.25)
+    raise CourseError(f"The class broker (pid {pid}) did not answer within {READY_TIMEOUT_S} s. Its last log lines:\n"
+                      f"{_log_tail(s)}\nTry `stack down --class`, then `stack up --class` again.")
+
+
+@dataclass
+class ClassStatus:
+    pid: int | None
+    address: str
+    port: int
+    learners: int = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.address}:{self.port}"
+
+    def line(self) -> str:
+        if not self.pid:
+            return f"class broker: stopped (would listen on {self.bootstrap})"
+        return (f"class broker: running, pid {self.pid}, on {self.bootstrap} (SASL_PLAINTEXT, SCRAM-SHA-512), "
+                f"{self.learners} learner login(s)")
+
+
+def status() -> ClassStatus:
+    s = settings()
+    p = paths(s)
+    address = p["address"].read_text().strip() if p["address"].exists() else HOST
+    known = classauth.read_passwords(p["passwords"])
+    return ClassStatus(pid=_our_pid(s), address=address, port=ports().client,
+                       learners=len([n for n in known if n not in classauth.RESERVED]))
+
+
+def up(roster_file: str | Path, address: str = HOST, log=print) -> ClassStatus:
+    """Start the class broker (or, when it runs, add the roster's new learners); return once the ACLs are granted."""
+    s, p = settings(), ports()
+    paths_ = paths(s)
+    roster = classauth.read_roster(Path(roster_file))
+    paths_["dir"].mkdir(parents=True, exist_ok=True)
+    with locks.exclusive(paths_["lock"]):
+        passwords = classauth.passwords_for(roster, classauth.read_passwords(paths_["passwords"]))
+        classauth.write_passwords(paths_["passwords"], passwords)
+        admin = admin_login(s, p)
+        pid = _our_pid(s)
+        if not pid:
+            for host, port in ((address, p.client), (address, p.flaky), (HOST, p.controller), (HOST, p.internal)):
+                if not _free(host, port):
+                    raise CourseError(f"Port {port} is taken by another program, so the class broker cannot start. "
+                                      f"Stop that program (`ss -ltnp | grep {port}`), or move the class broker with "
+                                      f"`export DELIVERYLAB_CLASS_PORT={p.client + 1000}`, then run the command again.")
+            from .java import require_java
+
+            java = require_java()
+            jars.jars("kafka")
+            classauth.write_secret_file(paths_["props"], server_properties(s, address, p, passwords[classauth.ADMIN]))
+            paths_["log4j"].write_text(broker.LOG4J2.format(log=paths_["log"]))
+            paths_["address"].write_text(address + "\n")
+            _format(s, java, passwords)
+            started = time.monotonic()
+            with open(paths_["stdout"], "wb") as out:
+                proc = subprocess.Popen(_java_cmd(s, java, "kafka.Kafka", str(paths_["props"])), stdout=out,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            paths_["pid"].write_text(f"{proc.pid}\n")
+            log(f"starting the class broker (pid {proc.pid}) on {address}:{p.client} ...")
+            pid = proc.pid
+            _wait_ready(s, pid, admin, started)
+        grant(roster, passwords, admin)
+        write_join_tokens(paths_["tokens"], f"{address}:{p.client}", roster, passwords)
+        log(f"{len(roster)} learner login(s) and their ACLs granted; join tokens in {paths_['tokens']}")
+    return status()
+
+
+def _free(address: str, port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def write_join_tokens(path: Path, bootstrap: str, roster: list[str], passwords: dict[str, str]) -> None:
+    lines = [f"# one line per learner: `python -m deliverylab workshop join <token>`; keep this file to yourself"]
+    lines += [f"{name}\t{classauth.join_token(bootstrap, name, passwords[name])}" for name in roster]
+    lines.append(f"# the board: {classauth.BOARD}\t{classauth.join_token(bootstrap, classauth.BOARD, passwords[classauth.BOARD])}")
+    classauth.write_secret_file(path, "\n".join(lines) + "\n")
+
+
+def grant(roster: list[str], passwords: dict[str, str], admin: KafkaLogin) -> None:
+    """As admin: a SCRAM credential for every identity the broker lacks, every ACL of the class, the class topic."""
+    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern,
+                             ResourceType)
+
+    with kafka.admin(admin.broker, login=admin) as client:
+        _add_missing_scram(client, passwords)
+        acls = [ACL(principal=r.principal, host=r.host, operation=ACLOperation[r.operation],
+                    permission_type=ACLPermissionType.ALLOW,
+                    resource_pattern=ResourcePattern(ResourceType[r.resource], r.name, ACLResourcePatternType[r.pattern]))
+                for r in classauth.class_rules(roster)]
+        result = client.create_acls(acls)  # an ACL that exists already is not created twice
+        if result["failed"]:
+            raise CourseError(f"The class broker refused {len(result['failed'])} ACL(s): {result['failed'][:3]}")
+    kafka.ensure_topic(admin.broker, CLASS_TOPIC, partitions=1, login=admin)
+
+
+def _add_missing_scram(client, passwords: dict[str, str]) -> None:
+    """Learners added to the roster after the storage was formatted: their credential, through the Admin API."""
+    from kafka.admin import ScramMechanism, UserScramCredentialUpsertion
+
+    described = client.describe_user_scram_credentials()
+    have = {name for name, info in (described or {}).items() if info.get("credential_infos")}
+    missing = [name for name in passwords if name not in have and name != classauth.ADMIN]
+    if missing:
+        client.alter_user_scram_credentials([UserScramCredentialUpsertion(name, ScramMechanism.SCRAM_SHA_512,
+                                                                          passwords[name]) for name in missing])
+
+
+def down(log=print) -> bool:
+    s = settings()
+    if not paths(s)["dir"].exists():
+        return False
+    with locks.exclusive(paths(s)["lock"]):
+        pid = _our_pid(s)
+        if not pid:
+            return False
+        log(f"stopping the class broker (pid {pid}) ...")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while processes.alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if processes.alive(pid):
+            processes.kill_group(pid)
+        paths(s)["pid"].unlink(missing_ok=True)
+        return True
+
+
+def wipe(log=print) -> None:
+    """Stop the class broker and delete its storage and every issued password (new join tokens next time)."""
+    import shutil
+
+    down(log)
+    s = settings()
+    shutil.rmtree(paths(s)["data"], ignore_errors=True)
+    for name in ("passwords", "tokens", "address"):
+        paths(s)[name].unlink(missing_ok=True)
+    log("class broker storage and passwords deleted; `stack up --class` starts anew (new join tokens)")

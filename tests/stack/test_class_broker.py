@@ -1,0 +1,215 @@
+"""The class broker with logins and prefixed ACLs (stack/classbroker.py, stack/classauth.py), for real.
+
+One class broker for the module, from the course's jars, on ports of its own (never the course broker's
+9092-9095) and in a state folder of its own; real kafka-python clients log in as two learners (ada and
+bob), the board, and with a wrong password. Every refusal must be Kafka's authorization error turned
+into one CourseError line.
+"""
+from __future__ import annotations
+
+import re
+import stat
+import time
+from dataclasses import replace
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from deliverylab import config
+from deliverylab.config import CLASS_TOPIC, CourseError, KafkaLogin
+from deliverylab.stack import broker, classauth, classbroker, kafka
+
+pytestmark = pytest.mark.stack
+
+
+class Room:
+    def __init__(self, bootstrap: str, passwords: dict[str, str], state):
+        self.bootstrap, self.passwords, self.state = bootstrap, passwords, state
+
+    def login(self, name: str) -> KafkaLogin:
+        return KafkaLogin(self.bootstrap, name, self.passwords[name])
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("class-broker")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DELIVERYLAB_JARS", str(config.settings().jars))
+        mp.setenv("DELIVERYLAB_STATE", str(folder / "state"))
+        mp.setenv("DELIVERYLAB_WORKSHOP_FILE", str(folder / "workshop.ini"))
+        for name in ("DELIVERYLAB_BROKER", "DELIVERYLAB_KAFKA_USER", "DELIVERYLAB_KAFKA_PASSWORD", "DELIVERYLAB_LEARNER"):
+            mp.delenv(name, raising=False)
+        # below Linux's ephemeral range, above the stop/start test's 19610-19699 (tests/stack/test_broker.py)
+        base = next(p for p in range(19720, 19990, 10)
+                    if all(broker.port_is_free(q) for q in classbroker.Ports(p).bound()))
+        mp.setenv("DELIVERYLAB_CLASS_PORT", str(base))
+        roster = folder / "class.txt"
+        roster.write_text("# the room\nada\nbob\n")
+        classbroker.up(roster, log=lambda m: None)
+        passwords = classauth.read_passwords(classbroker.paths(config.settings())["passwords"])
+        try:
+            yield Room(f"127.0.0.1:{base}", passwords, folder)
+        finally:
+            classbroker.down(log=lambda m: None)
+
+
+@pytest.fixture
+def as_learner(room, monkeypatch):
+    """The course's own settings log in as ``name`` on the class broker (as workshop.ini would)."""
+    def use(name: str) -> None:
+        monkeypatch.setenv("DELIVERYLAB_BROKER", room.bootstrap)
+        monkeypatch.setenv("DELIVERYLAB_KAFKA_USER", name)
+        monkeypatch.setenv("DELIVERYLAB_KAFKA_PASSWORD", room.passwords[name])
+    return use
+
+
+def produce(login: KafkaLogin, topic: str, values=(b"x",), **options) -> None:
+    producer = KafkaProducer(bootstrap_servers=login.broker, max_block_ms=5000, **classauth.client_options(login), **options)
+    try:
+        if options.get("transactional_id"):
+            producer.init_transactions()
+            producer.begin_transaction()
+        sent = [producer.send(topic, value) for value in values]
+        if options.get("transactional_id"):
+            producer.commit_transaction()
+        for future in sent:
+            future.get(timeout=10)  # a refused write fails here, as in a lesson's producer
+    finally:
+        producer.close(timeout=2)
+
+
+def consume_in_group(login: KafkaLogin, topic: str, group: str, want: int) -> int:
+    consumer = KafkaConsumer(topic, bootstrap_servers=login.broker, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, **classauth.client_options(login))
+    try:
+        seen, deadline = 0, time.monotonic() + 20
+        while seen < want and time.monotonic() < deadline:
+            seen += sum(len(batch) for batch in consumer.poll(timeout_ms=500).values())
+        consumer.commit()
+        return seen
+    finally:
+        consumer.close(autocommit=False)
+
+
+def refused(call, room, learner, action, resource) -> str:
+    with pytest.raises(CourseError) as error:
+        with kafka.refusals(room.bootstrap, action, resource, login=room.login(learner)):
+            call()
+    line = str(error.value)
+    assert "\n" not in line and "Kafka refused" in line
+    return line
+
+
+def test_the_passwords_and_tokens_stay_with_the_instructor(room):
+    files = classbroker.paths(config.settings())
+    for name in ("passwords", "tokens", "props"):
+        assert stat.S_IMODE(files[name].stat().st_mode) == 0o600, name
+    tokens = dict(line.split("\t") for line in files["tokens"].read_text().splitlines() if not line.startswith("#"))
+    assert set(tokens) == {"ada", "bob"}
+    assert classauth.parse_join_token(tokens["ada"]) == room.login("ada")
+
+
+def test_a_learner_does_everything_the_lessons_do_in_her_own_prefix(room, as_learner):
+    ada, topic = room.login("ada"), "xo.ada.01-three-guarantees.orders"
+    as_learner("ada")
+    assert kafka.ensure_topic(room.bootstrap, topic) is True
+    produce(ada, topic, [b"1", b"2"])  # idempotent by default: no IDEMPOTENT_WRITE on the cluster needed (KIP-679)
+    produce(ada, topic, [b"3"], transactional_id="xo.ada.06-kafka-end-to-end.relay")
+    assert consume_in_group(ada, topic, "xo.ada.01-three-guarantees.group", want=3) == 3
+    assert kafka.group_offsets(room.bootstrap, "xo.ada.01-three-guarantees.group", topic)
+    kafka.set_topic_config(room.bootstrap, topic, {"retention.ms": "600000"})
+    assert kafka.topic_configs(room.bootstrap, topic)["retention.ms"] == "600000"
+    assert kafka.count_records(room.bootstrap, topic) >= 4  # three records and a transaction marker
+    kafka.delete_group(room.bootstrap, "xo.ada.01-three-guarantees.group")
+    assert "xo.ada.01-three-guarantees.group" not in kafka.consumer_groups(room.bootstrap)
+    kafka.delete_topics(room.bootstrap, [topic])
+    assert topic not in kafka.topics(room.bootstrap)
+
+
+@pytest.fixture(scope="module")
+def bobs_topic(room):
+    topic = "xo.bob.04-at-least-once.orders"
+    kafka.ensure_topic(room.bootstrap, topic, login=room.login("bob"))
+    produce(room.login("bob"), topic, [b"bob's order"])
+    return topic
+
+
+def test_a_learner_cannot_read_write_configure_or_delete_another_learners_topic(room, as_learner, bobs_topic):
+    as_learner("ada")
+    expected = re.escape(f"ada may not {{}} {bobs_topic} (TOPIC_AUTHORIZATION_FAILED)").replace(r"\{\}", "{}")
+    with pytest.raises(CourseError, match=expected.format("read topic")) as error:
+        kafka.end_offsets(room.bootstrap, bobs_topic)
+    assert "starts with xo.ada." in str(error.value) and "\n" not in str(error.value)
+    with pytest.raises(CourseError, match=expected.format("read topic")):
+        kafka.read_range(room.bootstrap, bobs_topic, {0: (0, 1), 1: (0, 1)}, timeout_s=5)
+    assert "starts with xo.ada." in refused(lambda: produce(room.login("ada"), bobs_topic), room, "ada",
+                                            "write topic", bobs_topic)
+    with pytest.raises(CourseError, match=expected.format(re.escape("read the settings of topic"))):
+        kafka.topic_configs(room.bootstrap, bobs_topic)
+    with pytest.raises(CourseError, match=expected.format(re.escape("change the settings of topic"))):
+        kafka.set_topic_config(room.bootstrap, bobs_topic, {"retention.ms": "1"})
+    with pytest.raises(CourseError, match=expected.format("delete topic")):
+        kafka.delete_topics(room.bootstrap, [bobs_topic])
+    assert bobs_topic not in kafka.topics(room.bootstrap)  # she does not even see it listed
+    assert kafka.topics(room.bootstrap, login=room.login("bob")).count(bobs_topic) == 1  # it is all still there
+
+
+def test_a_learner_cannot_create_a_topic_outside_her_prefix(room, as_learner):
+    as_learner("ada")
+    for topic in ("xo.bob.mine-now", "orders", "xo.ada"):  # xo.ada is no topic of hers: her prefix ends with a dot
+        with pytest.raises(CourseError, match=f"ada may not create topic {topic} .TOPIC_AUTHORIZATION_FAILED"):
+            kafka.ensure_topic(room.bootstrap, topic)
+
+
+def test_a_learner_cannot_use_another_learners_group_or_transactional_id(room):
+    ada, topic = room.login("ada"), "xo.ada.06-kafka-end-to-end.input"
+    kafka.ensure_topic(room.bootstrap, topic, login=ada)
+    produce(ada, topic)
+    line = refused(lambda: consume_in_group(ada, topic, "xo.bob.06-kafka-end-to-end.relay", want=1), room, "ada",
+                   "use consumer group", "xo.bob.06-kafka-end-to-end.relay")
+    assert "(GROUP_AUTHORIZATION_FAILED)" in line and "consumer group only when its name starts with xo.ada." in line
+    line = refused(lambda: produce(ada, topic, transactional_id="xo.bob.06-kafka-end-to-end.relay"), room, "ada",
+                   "use transactional id", "xo.bob.06-kafka-end-to-end.relay")
+    assert "(TRANSACTIONAL_ID_AUTHORIZATION_FAILED)" in line
+
+
+def test_a_wrong_password_is_refused_with_what_to_do(room):
+    wrong = replace(room.login("ada"), password="not-her-password")
+    started = time.monotonic()
+    with pytest.raises(CourseError, match="refused the password of 'ada' .SASL_AUTHENTICATION_FAILED.") as error:
+        kafka.topics(room.bootstrap, login=wrong)
+    assert "join token" in str(error.value) and "workshop join" in str(error.value)
+    assert time.monotonic() - started < 10  # not kafka-python's 30 s bootstrap timeout
+    with pytest.raises(CourseError, match="refused the password"):
+        with kafka.consumer(room.bootstrap, login=wrong, bootstrap_timeout_ms=2000):  # default with a login: 10 s
+            pass
+
+
+def test_the_board_reads_the_class_topic_and_nothing_else(room):
+    ada, board = room.login("ada"), room.login("board")
+    produce(ada, CLASS_TOPIC, [b'{"kind": "hello", "learner": "ada", "v": 1}'])  # a learner's kernel reports
+    with kafka.consumer(room.bootstrap, login=board) as reader:
+        partition = TopicPartition(CLASS_TOPIC, 0)
+        reader.assign([partition])
+        reader.seek_to_beginning(partition)
+        records = [r for batch in reader.poll(timeout_ms=5000).values() for r in batch]
+    assert any(b'"learner": "ada"' in r.value for r in records)
+    assert refused(lambda: produce(board, CLASS_TOPIC), room, "board", "write topic", CLASS_TOPIC).startswith(
+        "Kafka refused: board may not write topic")
+    assert kafka.topics(room.bootstrap, login=board) == [CLASS_TOPIC]
+    with pytest.raises(CourseError, match="board may not create topic"):
+        kafka.ensure_topic(room.bootstrap, "xo.board.anything", login=board)
+
+
+def test_a_learner_added_to_the_roster_joins_while_the_broker_runs(room):
+    roster = room.state / "class.txt"
+    roster.write_text("ada\nbob\ncy\n")
+    pid = classbroker.status().pid
+    st = classbroker.up(roster, log=lambda m: None)
+    assert st.pid == pid and st.learners == 3  # the broker kept running
+    passwords = classauth.read_passwords(classbroker.paths(config.settings())["passwords"])
+    assert passwords["ada"] == room.passwords["ada"]  # tokens already handed out stay valid
+    cy = KafkaLogin(room.bootstrap, "cy", passwords["cy"])
+    assert kafka.ensure_topic(room.bootstrap, "xo.cy.00-setup-and-tour.orders", login=cy)
+    with pytest.raises(CourseError, match="cy may not create topic xo.ada.x"):
+        kafka.ensure_topic(room.bootstrap, "xo.ada.x", login=cy)
