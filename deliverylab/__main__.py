@@ -2,6 +2,7 @@
 
     setup [--jars-only]         resolve the JVM jars once (needs network once), record the class archive
     stack up|down|status|reset|wipe
+    stack up --class class.txt --address A    the class broker: a login per learner, prefixed ACLs (stack/classbroker.py)
     doctor                      check Java, memory, ports, jars and the broker
     jupyter lab|stop            JupyterLab on lesson 00 (127.0.0.1, token on)
     mywork                      bring course updates into your copies of the notebooks (my-work/)
@@ -44,6 +45,31 @@ def _kafka_cluster(args) -> int:
     return 0
 
 
+def _class_broker(args) -> int:
+    """`stack up --class class.txt --address A`, `stack down|status|wipe --class` (stack/classbroker.py)."""
+    from .config import HOST, settings
+    from .stack import classbroker
+
+    if args.action == "up":
+        if not args.class_roster:
+            raise CourseError("`stack up --class` needs the roster: `stack up --class class.txt --address YOUR-ADDRESS`.")
+        st = classbroker.up(args.class_roster, args.address or HOST)
+        print(st.line())
+        print(f"hand each learner their line of {classbroker.paths(settings())['tokens']}; they run "
+              "`python -m deliverylab workshop join <token>`")
+    elif args.action == "down":
+        print("class broker: stopped" if classbroker.down() else "class broker: not running")
+    elif args.action == "status":
+        st = classbroker.status()
+        print(st.line())
+        return 0 if st.pid else 1
+    elif args.action == "wipe":
+        classbroker.wipe()
+    else:
+        raise CourseError(f"`stack {args.action}` does not take --class; the class broker knows up, down, status, wipe.")
+    return 0
+
+
 def _stack(args) -> int:
     from . import lesson
     from .config import settings
@@ -51,6 +77,8 @@ def _stack(args) -> int:
 
     if args.action in ("kill-broker", "restart-broker") or args.brokers not in (None, 1):
         return _kafka_cluster(args)
+    if args.class_roster is not None:
+        return _class_broker(args)
     if args.action == "up":
         print(broker.up().line())
     elif args.action == "down":
@@ -184,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument("--brokers", type=int, help="with up/wipe: 3 for the three-broker Kafka cluster")
     stack.add_argument("--all-learners", action="store_true", help="with reset: every learner's course data")
     stack.add_argument("--learner", help="with reset: that learner's course data (refused on a shared broker)")
+    stack.add_argument("--class", dest="class_roster", nargs="?", const="", metavar="ROSTER",
+                       help="the class broker with logins: `up --class class.txt --address A`; down, status, wipe --class")
+    stack.add_argument("--address", help="with up --class: this machine's address on the class network")
     stack.set_defaults(fn=_stack)
     sub.add_parser("doctor", help="check the machine and the stack").set_defaults(fn=_doctor)
     sub.add_parser("mywork", help="bring course updates into your copies of the notebooks (my-work/)",

@@ -16,7 +16,7 @@ import time
 from typing import Iterator
 
 from ..config import CourseError, KafkaLogin, settings as course_settings
-from .classauth import client_options, refusal_line
+from .classauth import client_options, refusal_line, spark_options
 
 CLIENT_ID = "deliverylab"
 LOGIN_BOOTSTRAP_TIMEOUT_MS = 10000
@@ -38,6 +38,12 @@ logging.getLogger("kafka.net.sasl.scram").setLevel(logging.ERROR)
 def security(bootstrap: str, login: KafkaLogin | None = None) -> dict[str, str]:
     """kafka-python keyword arguments that log in at ``bootstrap`` ({} on a broker without logins)."""
     return client_options(login_for(bootstrap, login))
+
+
+def spark_security(bootstrap: str, login: KafkaLogin | None = None) -> dict[str, str]:
+    """Options of Spark's Kafka source and sink that log in at ``bootstrap``: ``.options(**spark_security(b))``
+    ({} on a broker without logins)."""
+    return spark_options(login_for(bootstrap, login))
 
 
 @contextlib.contextmanager

@@ -189,6 +189,7 @@ def _send_one(sender: _Sender, item: dict) -> None:
             bootstrap_servers=sender.bootstrap, client_id="deliverylab-board", acks=1, retries=1,
             enable_idempotence=False, request_timeout_ms=timeout_ms, max_block_ms=timeout_ms,
             delivery_timeout_ms=2 * timeout_ms + 1000, linger_ms=20, bootstrap_timeout_ms=timeout_ms,
+            **kafka.security(sender.bootstrap),  # a class broker with logins: the learner's (stack/classauth.py)
         )
     sender.producer.send(CLASS_TOPIC, key=item["learner"].encode(),
                          value=json.dumps(item, sort_keys=True).encode()).get(timeout=2 * SEND_TIMEOUT_S + 1)

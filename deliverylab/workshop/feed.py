@@ -27,13 +27,13 @@ def decode(value: bytes | None) -> dict | None:
 class ClassFeed:
     """The class topic, read from offset 0. ``read_available()`` returns what arrived since the last call."""
 
-    def __init__(self, bootstrap: str, create: bool = False, timeout_s: float = 3.0):
+    def __init__(self, bootstrap: str, create: bool = False, timeout_s: float = 3.0, login=None):
         from kafka import TopicPartition
 
         if create:
-            kafka.ensure_topic(bootstrap, CLASS_TOPIC, partitions=1)
+            kafka.ensure_topic(bootstrap, CLASS_TOPIC, partitions=1, login=login)
         self.bootstrap = bootstrap
-        self._cm = kafka.consumer(bootstrap, request_timeout_ms=int(max(timeout_s, 2) * 1000) + 1000,
+        self._cm = kafka.consumer(bootstrap, login=login, request_timeout_ms=int(max(timeout_s, 2) * 1000) + 1000,
                                   bootstrap_timeout_ms=int(timeout_s * 1000))
         self.consumer = self._cm.__enter__()
         partitions = self.consumer.partitions_for_topic(CLASS_TOPIC) or set()
@@ -75,9 +75,10 @@ class ClassFeed:
         self.close()
 
 
-def read_events(bootstrap: str, timeout_s: float = 3.0) -> list[dict]:
-    """Every event on the class topic so far ([] when there is none yet, or no broker answers)."""
+def read_events(bootstrap: str, timeout_s: float = 3.0, login=None) -> list[dict]:
+    """Every event on the class topic so far ([] when there is none yet, or no broker answers). ``login``: a class
+    broker's login (config.KafkaLogin) other than the course's own setting, e.g. while `workshop join` checks a token."""
     if not kafka.listening(bootstrap, min(timeout_s, 1.0)):
         return []
-    with ClassFeed(bootstrap, timeout_s=timeout_s) as feed:
+    with ClassFeed(bootstrap, timeout_s=timeout_s, login=login) as feed:
         return feed.read_available(timeout_s)

@@ -213,3 +213,43 @@ def test_a_learner_added_to_the_roster_joins_while_the_broker_runs(room):
     assert kafka.ensure_topic(room.bootstrap, "xo.cy.00-setup-and-tour.orders", login=cy)
     with pytest.raises(CourseError, match="cy may not create topic xo.ada.x"):
         kafka.ensure_topic(room.bootstrap, "xo.ada.x", login=cy)
+
+
+def test_workshop_join_with_a_token_logs_every_course_client_in(room):
+    from deliverylab import orders
+    from deliverylab.workshop import join
+
+    token = classauth.join_token(room.bootstrap, "bob", room.passwords["bob"])
+    join.join(token, None, log=lambda m: None)
+    ini = config.workshop_file(config.settings().root)
+    try:
+        assert stat.S_IMODE(ini.stat().st_mode) == 0o600 and room.passwords["bob"] in ini.read_text()
+        s = config.settings()
+        assert (s.bootstrap, s.learner, s.kafka_login) == (room.bootstrap, "bob", room.login("bob"))
+        topic = s.lesson_prefix("00-setup-and-tour") + "orders"
+        orders.produce_orders(s.bootstrap, topic, 20, progress=False)  # the lessons' own producer, logged in
+        assert kafka.count_records(s.bootstrap, topic) == 20
+        with pytest.raises(CourseError, match="That join token is for learner 'bob', not 'ada'"):
+            join.join(token, "ada", log=lambda m: None)
+    finally:
+        join.leave(log=lambda m: None)
+
+
+@pytest.fixture(scope="module")
+def spark_session():
+    from deliverylab.stack.session import get_spark
+
+    return get_spark("tests")
+
+
+def test_spark_reads_and_writes_the_class_broker_with_the_learners_login(room, spark_session):
+    ada, topic = room.login("ada"), "xo.ada.06-kafka-end-to-end.spark"
+    kafka.ensure_topic(room.bootstrap, topic, login=ada)
+    login = kafka.spark_security(room.bootstrap, ada)
+    assert login["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
+    rows = spark_session.createDataFrame([(f"o-{i}", f"{i}") for i in range(5)], "key string, value string")
+    rows.write.format("kafka").option("kafka.bootstrap.servers", room.bootstrap).options(**login) \
+        .option("topic", topic).save()  # Spark's Kafka sink: an idempotent producer, WRITE on her topic
+    read = (spark_session.read.format("kafka").option("kafka.bootstrap.servers", room.bootstrap).options(**login)
+            .option("subscribe", topic).option("startingOffsets", "earliest").load())
+    assert read.count() == 5  # Spark's Kafka source: an admin client and assigned consumers, no group to join
