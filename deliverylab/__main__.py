@@ -53,7 +53,7 @@ def _class_broker(args) -> int:
     if args.action == "up":
         if not args.class_roster:
             raise CourseError("`stack up --class` needs the roster: `stack up --class class.txt --address YOUR-ADDRESS`.")
-        st = classbroker.up(args.class_roster, args.address or HOST)
+        st = classbroker.up(args.class_roster, args.address or HOST, docker=args.docker)
         print(st.line())
         print(f"hand each learner their line of {classbroker.paths(settings())['tokens']}; they run "
               "`python -m deliverylab workshop join <token>`")
@@ -215,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument("--class", dest="class_roster", nargs="?", const="", metavar="ROSTER",
                        help="the class broker with logins: `up --class class.txt --address A`; down, status, wipe --class")
     stack.add_argument("--address", help="with up --class: this machine's address on the class network")
+    stack.add_argument("--docker", action="store_true", help="with up --class: grant on docker/class-broker.yaml's broker")
     stack.set_defaults(fn=_stack)
     sub.add_parser("doctor", help="check the machine and the stack").set_defaults(fn=_doctor)
     sub.add_parser("mywork", help="bring course updates into your copies of the notebooks (my-work/)",

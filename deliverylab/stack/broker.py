@@ -203,6 +203,12 @@ def shared_broker_error(s: Settings) -> CourseError:
     """The message for a shared broker that does not answer: the address tried, and what to check."""
     leave = ("unset DELIVERYLAB_BROKER" if s.shared_source == "DELIVERYLAB_BROKER"
              else "run `python -m deliverylab workshop leave`")
+    if s.kafka_login is None and kafka.listening(s.bootstrap):
+        return CourseError(
+            f"The shared Kafka broker at {s.bootstrap} (set by {s.shared_source}) accepts connections but answers no "
+            "Kafka request without a login: your instructor's broker has logins. Ask them for your join token and "
+            f"run `python -m deliverylab workshop join <token>`. To use a broker of your own instead, {leave}."
+        )
     return CourseError(
         f"The shared Kafka broker at {s.bootstrap} (set by {s.shared_source}) does not answer. Check that the "
         "address and port are the ones your instructor gave, that this machine is on the class network, and "

@@ -3,6 +3,7 @@
     python -m deliverylab stack up --class class.txt --address 192.168.1.20
     python -m deliverylab stack status --class
     python -m deliverylab stack down --class          # also: stack wipe --class
+    python -m deliverylab stack up --class class.txt --address 192.168.1.20 --docker   # docker/class-broker.yaml
 
 ``up`` reads the roster (one learner id per line), issues a SCRAM-SHA-512 password to every learner,
 to the board and to the instructor (admin), kept in ``.state/class-broker/passwords.json`` (0600),
@@ -10,7 +11,9 @@ formats the broker's storage with those credentials (``kafka-storage format --ad
 the broker, then, as admin, grants the ACLs of stack/classauth.py and creates the class topic. A
 learner added to the roster later gets a password and ACLs at the next ``up`` (the broker keeps
 running). ``join-tokens.txt`` (0600) holds the line to hand each learner:
-``python -m deliverylab workshop join <token>``.
+``python -m deliverylab workshop join <token>``. With ``--docker`` nothing is started here: the same
+broker runs from docker/class-broker.yaml, with the admin password of ``docker.env`` (0600), and ``up``
+grants the credentials (through the Admin API: that storage was formatted without them) and the ACLs.
 
 Listeners (P = DELIVERYLAB_CLASS_PORT, default 9092; the course's own broker is left alone):
     CLASS       <address>:P     SASL_PLAINTEXT, SCRAM-SHA-512: the learners' bootstrap address
@@ -77,7 +80,8 @@ def paths(s: Settings) -> dict[str, Path]:
     d = s.state / "class-broker"
     return {"dir": d, "props": d / "server.properties", "log4j": d / "log4j2.properties", "log": d / "broker.log",
             "stdout": d / "broker.out", "pid": d / "broker.pid", "lock": d / ".lock", "data": d / "data",
-            "passwords": d / "passwords.json", "tokens": d / "join-tokens.txt", "address": d / "address"}
+            "passwords": d / "passwords.json", "tokens": d / "join-tokens.txt", "address": d / "address",
+            "docker_env": d / "docker.env"}
 
 
 def _plain_jaas(password: str) -> str:
@@ -213,8 +217,9 @@ def status() -> ClassStatus:
                        learners=len([n for n in known if n not in classauth.RESERVED]))
 
 
-def up(roster_file: str | Path, address: str = HOST, log=print) -> ClassStatus:
-    """Start the class broker (or, when it runs, add the roster's new learners); return once the ACLs are granted."""
+def up(roster_file: str | Path, address: str = HOST, log=print, docker: bool = False) -> ClassStatus:
+    """Start the class broker (or, when it runs, add the roster's new learners); return once the ACLs are granted.
+    ``docker``: start nothing; grant on the broker of docker/class-broker.yaml (a CourseError says how to start it)."""
     s, p = settings(), ports()
     paths_ = paths(s)
     roster = classauth.read_roster(Path(roster_file))
@@ -224,7 +229,9 @@ def up(roster_file: str | Path, address: str = HOST, log=print) -> ClassStatus:
         classauth.write_passwords(paths_["passwords"], passwords)
         admin = admin_login(s, p)
         pid = _our_pid(s)
-        if not pid:
+        if docker:
+            _docker_broker(paths_["docker_env"], address, passwords[classauth.ADMIN], admin)
+        elif not pid:
             for host, port in ((address, p.client), (address, p.flaky), (HOST, p.controller), (HOST, p.internal)):
                 if not _free(host, port):
                     raise CourseError(f"Port {port} is taken by another program, so the class broker cannot start. "
@@ -250,6 +257,16 @@ def up(roster_file: str | Path, address: str = HOST, log=print) -> ClassStatus:
         write_join_tokens(paths_["tokens"], f"{address}:{p.client}", roster, passwords)
         log(f"{len(roster)} learner login(s) and their ACLs granted; join tokens in {paths_['tokens']}")
     return status()
+
+
+def _docker_broker(env_file: Path, address: str, admin_password: str, admin: KafkaLogin) -> None:
+    """The compose file's variables in a 0600 file; the broker it starts must answer the admin login."""
+    classauth.write_secret_file(env_file, f"DELIVERYLAB_CLASS_ADDRESS={address}\n"
+                                          f"DELIVERYLAB_CLASS_ADMIN_PASSWORD={admin_password}\n")
+    if not kafka.answers(admin.broker, timeout_s=3, login=admin):
+        raise CourseError(f"No class broker answers the admin login on {admin.broker} yet. Start it with `docker compose "
+                          f"--env-file {env_file} -f docker/class-broker.yaml up -d`, wait until `docker compose -f "
+                          "docker/class-broker.yaml ps` says healthy, then run this command again.")
 
 
 def _free(address: str, port: int) -> bool:
@@ -326,6 +343,6 @@ def wipe(log=print) -> None:
     down(log)
     s = settings()
     shutil.rmtree(paths(s)["data"], ignore_errors=True)
-    for name in ("passwords", "tokens", "address"):
+    for name in ("passwords", "tokens", "address", "docker_env"):
         paths(s)[name].unlink(missing_ok=True)
     log("class broker storage and passwords deleted; `stack up --class` starts anew (new join tokens)")

@@ -253,3 +253,25 @@ def test_spark_reads_and_writes_the_class_broker_with_the_learners_login(room, s
     read = (spark_session.read.format("kafka").option("kafka.bootstrap.servers", room.bootstrap).options(**login)
             .option("subscribe", topic).option("startingOffsets", "earliest").load())
     assert read.count() == 5  # Spark's Kafka source: an admin client and assigned consumers, no group to join
+
+
+def test_the_docker_class_broker_gets_the_same_logins_and_acls(room):
+    """`stack up --class --docker` starts nothing: it writes the compose file's variables and grants on the broker
+    that answers the admin login (here the module's broker stands in for docker/class-broker.yaml's)."""
+    roster = room.state / "class.txt"
+    roster.write_text("ada\nbob\ncy\ndee\n")
+    st = classbroker.up(roster, log=lambda m: None, docker=True)
+    assert st.learners == 4
+    env_file = classbroker.paths(config.settings())["docker_env"]
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    passwords = classauth.read_passwords(classbroker.paths(config.settings())["passwords"])
+    assert f"DELIVERYLAB_CLASS_ADMIN_PASSWORD={passwords['admin']}" in env_file.read_text()
+    dee = KafkaLogin(room.bootstrap, "dee", passwords["dee"])  # a SCRAM credential through the Admin API
+    assert kafka.ensure_topic(room.bootstrap, "xo.dee.01-three-guarantees.orders", login=dee)
+
+
+def test_a_learner_without_a_password_is_told_to_ask_for_her_join_token(room, monkeypatch):
+    monkeypatch.setenv("DELIVERYLAB_BROKER", room.bootstrap)  # the address alone, as before logins
+    monkeypatch.setenv("DELIVERYLAB_LEARNER", "ada")
+    line = str(broker.shared_broker_error(config.settings()))
+    assert "answers no Kafka request without a login" in line and "workshop join <token>" in line

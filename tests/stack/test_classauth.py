@@ -146,3 +146,14 @@ def test_the_course_broker_alone_has_no_login(monkeypatch, tmp_path):
     from deliverylab.stack import kafka
 
     assert config.settings().kafka_login is None and kafka.security(config.settings().bootstrap) == {}
+
+
+def test_the_docker_way_says_how_to_start_the_broker_first(monkeypatch, tmp_path):
+    monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("DELIVERYLAB_CLASS_PORT", "19990")  # nothing listens on its INTERNAL port, 19996
+    (tmp_path / "class.txt").write_text("ada\n")
+    with pytest.raises(CourseError, match="docker compose --env-file .*docker.env -f docker/class-broker.yaml up -d"):
+        classbroker.up(tmp_path / "class.txt", "192.168.1.20", log=lambda m: None, docker=True)
+    env_file = classbroker.paths(config.settings())["docker_env"]
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    assert "DELIVERYLAB_CLASS_ADDRESS=192.168.1.20\n" in env_file.read_text()

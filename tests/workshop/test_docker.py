@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from deliverylab import config
-from deliverylab.stack import broker
+from deliverylab.stack import broker, classbroker
 from deliverylab.stack.java import SUPPORTED_JAVA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,9 +192,42 @@ def test_the_class_broker_is_published_only_where_the_instructor_says(monkeypatc
     assert service["image"] == main["image"] and service.get("mem_limit") and service.get("healthcheck")
     with pytest.raises(KeyError, match="DELIVERYLAB_CLASS_ADDRESS"):
         published(service)  # no default address: never 0.0.0.0 by accident
-    room = {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20"}
-    assert {ip for ip, _, _ in published(service, room)} == {"192.168.1.20"}
+    room = {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20", "DELIVERYLAB_CLASS_ADMIN_PASSWORD": "adm"}
+    # the class network gets CLASS and FLAKY; INTERNAL (the admin's PLAIN login) only this machine's loopback
+    assert {(ip, port) for ip, port, _ in published(service, room)} == {
+        ("192.168.1.20", 9092), ("192.168.1.20", 9094), ("127.0.0.1", classbroker.Ports(9092).internal)}
     env = kafka_env(service, room)
     check_course_broker(env)
     check_flaky(env, "192.168.1.20:9092", monkeypatch)
     assert listeners(env["KAFKA_ADVERTISED_LISTENERS"])["CLASS"] == ("192.168.1.20", 9092)
+
+
+def server_property(variable: str) -> str:
+    """The apache/kafka image's name rule, backwards: KAFKA_A_B -> a.b, __ -> _, ___ -> - (its docker/README)."""
+    return variable[len("KAFKA_"):].lower().replace("___", "-").replace("__", "\0").replace("_", ".").replace("\0", "_")
+
+
+def test_the_docker_class_broker_has_the_logins_and_acls_of_stack_up_class(monkeypatch, tmp_path):
+    """Both ways of starting the class broker log everyone in the same way and trust only admin."""
+    monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
+    with pytest.raises(KeyError, match="DELIVERYLAB_CLASS_ADMIN_PASSWORD"):
+        kafka_env(compose("class-broker.yaml")["services"]["kafka"], {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20"})
+    env = kafka_env(compose("class-broker.yaml")["services"]["kafka"],
+                    {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20", "DELIVERYLAB_CLASS_ADMIN_PASSWORD": "adm"})
+    docker = {server_property(k): str(v) for k, v in env.items() if k.startswith("KAFKA_") and k != "KAFKA_HEAP_OPTS"}
+    jars = dict(line.split("=", 1) for line in classbroker.server_properties(
+        config.settings(), "192.168.1.20", classbroker.Ports(9092), "adm").splitlines()
+        if "=" in line and not line.startswith("#"))
+    security = [k for k in jars if "sasl" in k or k in ("authorizer.class.name", "super.users",
+                                                        "allow.everyone.if.no.acl.found", "listener.security.protocol.map",
+                                                        "inter.broker.listener.name", "controller.listener.names")]
+    assert len(security) >= 15
+    for key in security:
+        assert docker.get(key) == jars[key], f"{key}: docker/class-broker.yaml differs from stack/classbroker.py"
+    listen, advertised = listeners(env["KAFKA_LISTENERS"]), listeners(env["KAFKA_ADVERTISED_LISTENERS"])
+    ports = classbroker.Ports(9092)
+    assert {name: port for name, (_, port) in listen.items()} == {
+        "CLASS": ports.client, "FLAKY": ports.flaky, "CONTROLLER": ports.controller, "INTERNAL": ports.internal}
+    assert advertised["INTERNAL"] == ("127.0.0.1", ports.internal) and listen["CONTROLLER"][0] == "127.0.0.1"
+    assert "$$DELIVERYLAB_CLASS_ADMIN_PASSWORD" in " ".join(compose("class-broker.yaml")["services"]["kafka"]
+                                                            ["healthcheck"]["test"])  # the container's, at check time
