@@ -111,7 +111,7 @@ def check_flaky(env: dict[str, str], bootstrap: str, monkeypatch) -> None:
     assert (s.broker_host, int(bootstrap.rpartition(":")[2])) in advertised.values()
 
 
-@pytest.mark.parametrize("name", ["compose.yaml", "class-broker.yaml"])
+@pytest.mark.parametrize("name", ["compose.yaml", "class-broker.yaml", "class-broker-logins.yaml"])
 def test_the_compose_files_follow_the_compose_specification(name):
     schema = json.loads((Path(__file__).parent / "data" / "compose-spec.json").read_text())
     problems = [f"{'/'.join(map(str, e.path))}: {e.message}"
@@ -192,10 +192,8 @@ def test_the_class_broker_is_published_only_where_the_instructor_says(monkeypatc
     assert service["image"] == main["image"] and service.get("mem_limit") and service.get("healthcheck")
     with pytest.raises(KeyError, match="DELIVERYLAB_CLASS_ADDRESS"):
         published(service)  # no default address: never 0.0.0.0 by accident
-    room = {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20", "DELIVERYLAB_CLASS_ADMIN_PASSWORD": "adm"}
-    # the class network gets CLASS and FLAKY; INTERNAL (the admin's PLAIN login) only this machine's loopback
-    assert {(ip, port) for ip, port, _ in published(service, room)} == {
-        ("192.168.1.20", 9092), ("192.168.1.20", 9094), ("127.0.0.1", classbroker.Ports(9092).internal)}
+    room = {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20"}
+    assert {ip for ip, _, _ in published(service, room)} == {"192.168.1.20"}
     env = kafka_env(service, room)
     check_course_broker(env)
     check_flaky(env, "192.168.1.20:9092", monkeypatch)
@@ -207,13 +205,20 @@ def server_property(variable: str) -> str:
     return variable[len("KAFKA_"):].lower().replace("___", "-").replace("__", "\0").replace("_", ".").replace("\0", "_")
 
 
-def test_the_docker_class_broker_has_the_logins_and_acls_of_stack_up_class(monkeypatch, tmp_path):
-    """Both ways of starting the class broker log everyone in the same way and trust only admin."""
+def test_the_docker_class_broker_with_logins_is_the_one_of_stack_up_class(monkeypatch, tmp_path):
+    """Both ways of starting the class broker with logins log everyone in the same way and trust only admin."""
     monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
+    service = compose("class-broker-logins.yaml")["services"]["kafka"]
+    assert service["image"] == compose("compose.yaml")["services"]["kafka"]["image"] and service.get("mem_limit")
     with pytest.raises(KeyError, match="DELIVERYLAB_CLASS_ADMIN_PASSWORD"):
-        kafka_env(compose("class-broker.yaml")["services"]["kafka"], {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20"})
-    env = kafka_env(compose("class-broker.yaml")["services"]["kafka"],
-                    {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20", "DELIVERYLAB_CLASS_ADMIN_PASSWORD": "adm"})
+        kafka_env(service, {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20"})
+    room = {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20", "DELIVERYLAB_CLASS_ADMIN_PASSWORD": "adm"}
+    # the class network gets CLASS and FLAKY; INTERNAL (the admin's PLAIN login) only this machine's loopback
+    assert {(ip, port) for ip, port, _ in published(service, room)} == {
+        ("192.168.1.20", 9092), ("192.168.1.20", 9094), ("127.0.0.1", classbroker.Ports(9092).internal)}
+    env = kafka_env(service, room)
+    check_course_broker(env)
+    check_flaky(env, "192.168.1.20:9092", monkeypatch)
     docker = {server_property(k): str(v) for k, v in env.items() if k.startswith("KAFKA_") and k != "KAFKA_HEAP_OPTS"}
     jars = dict(line.split("=", 1) for line in classbroker.server_properties(
         config.settings(), "192.168.1.20", classbroker.Ports(9092), "adm").splitlines()
@@ -229,5 +234,4 @@ def test_the_docker_class_broker_has_the_logins_and_acls_of_stack_up_class(monke
     assert {name: port for name, (_, port) in listen.items()} == {
         "CLASS": ports.client, "FLAKY": ports.flaky, "CONTROLLER": ports.controller, "INTERNAL": ports.internal}
     assert advertised["INTERNAL"] == ("127.0.0.1", ports.internal) and listen["CONTROLLER"][0] == "127.0.0.1"
-    assert "$$DELIVERYLAB_CLASS_ADMIN_PASSWORD" in " ".join(compose("class-broker.yaml")["services"]["kafka"]
-                                                            ["healthcheck"]["test"])  # the container's, at check time
+    assert "$$DELIVERYLAB_CLASS_ADMIN_PASSWORD" in " ".join(service["healthcheck"]["test"])  # the container's, at check time
