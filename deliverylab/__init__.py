@@ -30,7 +30,7 @@ The machine (stack/: imports no course code)
                  flaky (a proxy that loses produce replies), cluster (a local Spark standalone
                  cluster: master + 2 workers), brokers (a three-broker Kafka cluster),
                  classbroker (a room's broker with logins and ACLs) + classauth (its roster, passwords,
-                 join tokens, ACL list and client login options),
+                 join tokens, ACL list and client login options), loginprobe (is a login refused?),
                  locks (one holder at a time, across processes)
 
 The crash lab (crashlab/)

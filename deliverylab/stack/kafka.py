@@ -16,6 +16,7 @@ import time
 from typing import Iterator
 
 from ..config import CourseError, KafkaLogin, settings as course_settings
+from . import loginprobe
 from .classauth import client_options, refusal_line, spark_options
 
 CLIENT_ID = "deliverylab"
@@ -73,40 +74,24 @@ def _refusal_code(error) -> str | None:
     return found.message if isinstance(found, type) and issubclass(found, errors.BrokerResponseError) else None
 
 
-class _AuthFailures(logging.Handler):
-    """kafka-python retries a refused login until its bootstrap timeout and then reports only the timeout; the
-    refusal itself reaches its log (the exception as the record's argument). This keeps it for the message."""
-
-    def __init__(self):
-        super().__init__(logging.ERROR)
-        self.seen: list[Exception] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        from kafka.errors import SaslAuthenticationFailedError
-
-        self.seen.extend(a for a in (record.args or ()) if isinstance(a, SaslAuthenticationFailedError))
-
-
 @contextlib.contextmanager
 def _logging_in(bootstrap: str, login: KafkaLogin | None) -> Iterator[dict]:
     """Around a client's construction: with a login, a refused password is one CourseError line, soon (the
-    bootstrap gives up after the request timeout instead of kafka-python's 30 s). Without one, nothing changes."""
+    bootstrap gives up after the request timeout instead of kafka-python's 30 s). Without one, nothing changes.
+    kafka-python reports a refused login as a bootstrap timeout: stack/loginprobe.py asks the broker directly."""
+    from kafka.errors import SaslAuthenticationFailedError
+
     login = login_for(bootstrap, login)
     if login is None:
         yield {}
         return
-    watch, logger = _AuthFailures(), logging.getLogger("kafka.net")
-    logger.addHandler(watch)
-    try:
-        with refusals(bootstrap, "connect", login=login):
-            try:
-                yield client_options(login)
-            except Exception:
-                if watch.seen:
-                    raise watch.seen[-1] from None
-                raise
-    finally:
-        logger.removeHandler(watch)
+    with refusals(bootstrap, "connect", login=login):
+        try:
+            yield client_options(login)
+        except Exception:
+            if loginprobe.refused(bootstrap, login):
+                raise SaslAuthenticationFailedError(f"{login.username} on {bootstrap}") from None
+            raise
 
 
 @contextlib.contextmanager

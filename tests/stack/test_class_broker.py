@@ -275,3 +275,17 @@ def test_a_learner_without_a_password_is_told_to_ask_for_her_join_token(room, mo
     monkeypatch.setenv("DELIVERYLAB_LEARNER", "ada")
     line = str(broker.shared_broker_error(config.settings()))
     assert "answers no Kafka request without a login" in line and "workshop join <token>" in line
+
+
+def test_the_login_probe_tells_a_refused_password_from_an_accepted_one(room):
+    from deliverylab.stack import loginprobe
+
+    ada = room.login("ada")
+    assert loginprobe.refused(room.bootstrap, ada) is False
+    for _ in range(5):  # Kafka often hangs up on a wrong proof without an error response: both are refusals
+        assert loginprobe.refused(room.bootstrap, replace(ada, password="nope")) is True
+    assert loginprobe.refused(room.bootstrap, replace(ada, username="nobody")) is True
+    admin = classbroker.admin_login()
+    assert loginprobe.refused(admin.broker, admin) is False  # PLAIN on the loopback listener
+    assert loginprobe.refused(admin.broker, replace(admin, password="nope")) is True
+    assert loginprobe.refused(admin.broker, ada) is None  # SCRAM is not enabled on INTERNAL: cannot tell
