@@ -7,6 +7,7 @@ into one CourseError line.
 """
 from __future__ import annotations
 
+import os
 import re
 import stat
 import time
@@ -20,6 +21,9 @@ from deliverylab.config import CLASS_TOPIC, CourseError, KafkaLogin
 from deliverylab.stack import broker, classauth, classbroker, kafka
 
 pytestmark = pytest.mark.stack
+#: the settings the module's fixture changes, as the run had them
+RUN_ENVIRONMENT = {name: os.environ.get(name) for name in ("DELIVERYLAB_STATE", "DELIVERYLAB_WORKSHOP_FILE",
+                                                           "DELIVERYLAB_BROKER", "DELIVERYLAB_LEARNER")}
 
 
 class Room:
@@ -235,11 +239,17 @@ def test_workshop_join_with_a_token_logs_every_course_client_in(room):
         join.leave(log=lambda m: None)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark_session():
+    """The worker's Spark session (the one tests/conftest.py's ``spark`` gives, without starting the course's
+    broker), made with the state folder the run had before the module's ``room`` moved it: later tests of this
+    worker reuse it."""
     from deliverylab.stack.session import get_spark
 
-    return get_spark("tests")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in RUN_ENVIRONMENT.items():
+            mp.setenv(name, value) if value is not None else mp.delenv(name, raising=False)
+        return get_spark("tests")
 
 
 def test_spark_reads_and_writes_the_class_broker_with_the_learners_login(room, spark_session):
