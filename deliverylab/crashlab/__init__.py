@@ -7,6 +7,7 @@
     dbwrites      mid_sink_write between the row writes of a learner's SQLite writer
     pipeline      Pipeline: start, produce, drain, crash, restart (the driver process)
     record        what a pipeline did and left: checkpoint, batches, sink rows, status
+    redeploy      a pipeline started again on a new checkpoint (where it resumes, which app id it writes)
     drivers       driver processes seen from the notebook, and the standby that makes restarts quick
     driver        the driver process itself (python -m deliverylab.crashlab.driver)
     files         every file a driver and a pipeline share, named once

@@ -28,6 +28,7 @@ import time
 from .. import statusline
 from ..config import CourseError
 from . import crashpoints, variants
+from .record import failure_kept
 
 DEFAULT_ORDERS = 600
 DEFAULT_MAX_PER_BATCH = 200
@@ -108,6 +109,8 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
     drivers.warm_up(standby=2, warm=False)
     variant = variants.custom(pipeline, sink_kind=sink) if callable(pipeline) else variants.variant(pipeline)
     plan = list(plan) if plan is not None else crash_plan(points, crashes, seed)
+    for point in plan:  # a plan's typo is named before any driver starts, not blamed on the pipeline
+        crashpoints.check_point(point, allow_now=True, extra=variant.crash_points)
     rng = random.Random(seed + 1)
     chunk = max(1, orders // (len(plan) + 1))
     downtime = chunk // 3 if downtime_orders is None else downtime_orders
@@ -118,48 +121,54 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
     fresh = variant.fresh_checkpoint_each_start
     with statusline.task(f"chaos run of {pipe.name}", total=len(plan)) as line:
         try:
-            log(f"{pipe.name}: starting")
-            pipe.start()
-            pipe.produce(orders - chunk * len(plan))
-            just_restarted = False
-            for i, point in enumerate(plan, 1):
-                t = time.monotonic()
-                if i == len(plan) and standbys_after is not None:
-                    drivers.pool().fill(1)  # one restart follows the last crash: boot no second standby for it
-                if not just_restarted:
-                    # Idle and caught up, so the next batch id is settled. Right after a restart
-                    # (wait=False) the JVM is still booting, so it is settled too, and arming now
-                    # lets the crash batch take the replay's leftovers and the downtime orders.
-                    pipe.drain()
-                if point == crashpoints.CRASH_NOW:
-                    armed = None
-                    pipe.produce(chunk)
-                    time.sleep(rng.uniform(0, NOW_MAX_DELAY_S))
-                    crash = pipe.crash(point)
-                else:
-                    armed = pipe.next_batch_id()
-                    crash = pipe.crash(point, batch=armed, orders=chunk)
-                log(f"{pipe.name}: crash {i}/{len(plan)}: {crash.line()}")
-                line.done()
-                batch_ids = pipe.batch_orders(crash.batch, crash.run) if crash.batch is not None else []
-                down = [o["order_id"] for o in pipe.produce(downtime)] if downtime else []
-                # Wait for the new run to be up when at-most-once must fix its (latest) start offsets
-                # first, or when "now" comes next (a kill during the JVM's boot would teach nothing).
-                wait = fresh or (i < len(plan) and plan[i] == crashpoints.CRASH_NOW)
-                pipe.restart(wait=wait)
-                just_restarted = not wait
-                records.append({**crash.to_dict(), "armed_batch": armed, "batch_order_ids": batch_ids,
-                                "downtime_order_ids": down, "seconds": round(time.monotonic() - t, 1)})
-            pipe.drain()
-            pipe.stop()
-            log(f"{pipe.name}: stopped; reading the sink")
-            ledger = pipe.ledger()
+            with failure_kept(pipe):
+                log(f"{pipe.name}: starting")
+                pipe.start()
+                pipe.produce(orders - chunk * len(plan))
+                just_restarted = False
+                for i, point in enumerate(plan, 1):
+                    t = time.monotonic()
+                    if i == len(plan) and standbys_after is not None:
+                        drivers.pool().fill(1)  # one restart follows the last crash: boot no second standby for it
+                    if not just_restarted:
+                        # Idle and caught up, so the next batch id is settled. Right after a restart
+                        # (wait=False) the JVM is still booting, so it is settled too, and arming now
+                        # lets the crash batch take the replay's leftovers and the downtime orders.
+                        pipe.drain()
+                    if point == crashpoints.CRASH_NOW:
+                        armed = None
+                        pipe.produce(chunk)
+                        time.sleep(rng.uniform(0, NOW_MAX_DELAY_S))
+                        crash = pipe.crash(point)
+                    else:
+                        armed = pipe.next_batch_id()
+                        crash = pipe.crash(point, batch=armed, orders=chunk)
+                    log(f"{pipe.name}: crash {i}/{len(plan)}: {crash.line()}")
+                    line.done()
+                    batch_ids = pipe.batch_orders(crash.batch, crash.run) if crash.batch is not None else []
+                    down = [o["order_id"] for o in pipe.produce(downtime)] if downtime else []
+                    # Wait for the new run to be up when at-most-once must fix its (latest) start offsets
+                    # first, or when "now" comes next (a kill during the JVM's boot would teach nothing).
+                    wait = fresh or (i < len(plan) and plan[i] == crashpoints.CRASH_NOW)
+                    pipe.restart(wait=wait)
+                    just_restarted = not wait
+                    records.append({**crash.to_dict(), "armed_batch": armed, "batch_order_ids": batch_ids,
+                                    "downtime_order_ids": down, "seconds": round(time.monotonic() - t, 1)})
+                pipe.drain()
+                pipe.stop()
+                log(f"{pipe.name}: stopped; reading the sink")
+                ledger = pipe.ledger()
         except BaseException:
             pipe.stop()
             raise
         finally:
             if standbys_after is not None:
                 drivers.pool().trim(standbys_after)  # the second one was for this run's quick crashes
+    if pipe.failure:  # a learner's pipeline function failed: what it did so far, and why
+        pipe.stop()
+        return {"pipeline": pipe.name, "variant": variant.name, "expected": variant.guarantee, "plan": plan,
+                "failure": pipe.failure, "crashes": records, "verdict": "failed",
+                "verdict_line": f"your pipeline failed: {pipe.failure}", **({"pipe": pipe} if keep_pipe else {})}
     lost, dup = set(ledger.lost_ids), set(ledger.duplicated_ids)
     crashes_out = []
     for r in records:

@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 
 from . import crashpoints, dbwrites, files, sinks, variants
-from ..config import settings
+from ..config import CourseError, settings
 from ..stack import processes
 
 #: Error text kept for the notebook: the message and its causes, without JVM stack frames.
@@ -195,6 +195,8 @@ def _run_query(spark, home: files.DriverHome, watch: processes.ParentWatch, spec
                 if error is not None:
                     write_error(home, str(error))
                     return 1
+                if spec.get("code"):  # nobody asked it to stop: a learner's query that ends by itself
+                    raise CourseError(QUERY_ENDED)
                 return 0
             time.sleep(POLL_S * 2)
     finally:
@@ -202,6 +204,11 @@ def _run_query(spark, home: files.DriverHome, watch: processes.ParentWatch, spec
             spark.streams.removeListener(listener)
         except Exception:  # noqa: BLE001 - already removed, or the JVM is gone
             pass
+
+
+#: A learner's query ended with no error while nobody stopped it (it is kept out of a driver's exit 0).
+QUERY_ENDED = ("Your query ended by itself after it had caught up, so it cannot be crashed, restarted or drained: "
+               "a trigger such as availableNow=True or once=True makes a batch job of it. Leave the trigger out.")
 
 
 def main(argv: list[str]) -> int:

@@ -89,6 +89,7 @@ class Pipeline(PipelineRecord):
         self.output = sink_class(self.sink, lesson.bootstrap)
         self.output.pipeline = self  # a memory sink is read through the running driver
         self.checkpoint_root = lesson.checkpoint(self.name)
+        self.app_id = f"{lesson.topic_prefix}{self.name}"  # out.app_id: a new checkpoint may call for a new one
         self.produced: list[dict] = []
         self.crashes: list[Crash] = []
         self.failure: str | None = None  # a learner's pipeline that failed: why, in one line (set by labs)
@@ -153,7 +154,7 @@ class Pipeline(PipelineRecord):
         spec = {
             "name": self.name, "variant": self.variant.name, "run": self.starts, "topic": self.topic,
             "bootstrap": self.lesson.bootstrap, "sink": self.sink, "checkpoint": self.checkpoint,
-            "app_id": f"{self.lesson.topic_prefix}{self.name}", "max_per_batch": self.max_per_batch,
+            "app_id": self.app_id, "max_per_batch": self.max_per_batch,
             "folder": str(self.run_dir), "options": self.options,
         }
         if self._code is not None:  # a learner's own pipeline: the driver imports it from a file
@@ -286,6 +287,7 @@ class Pipeline(PipelineRecord):
         while time.monotonic() < deadline:
             self._raise_if_failed()
             if not self.running:
+                self._raise_if_failed()  # it may have ended, with an error, since the line above
                 raise CourseError(f"Pipeline {self.name!r} is not running, so it cannot drain. "
                                   "Restart it first (.restart()).")
             if self.runs_without_its_checkpoint():

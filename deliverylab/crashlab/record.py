@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import checkpoint
@@ -28,7 +29,21 @@ def failure_line(message: str) -> str:
     lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
     raised = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
     python = [ln for ln in raised if not ln.startswith(_JVM_PACKAGES)]  # the learner's code is Python
-    return ((python or raised)[-1] if raised else lines[0] if lines else "no message")[:300]
+    line = (python or raised)[-1] if raised else lines[0] if lines else "no message"
+    return line.removeprefix("deliverylab.config.CourseError: ")[:300]  # the course's own words need no class
+
+
+@contextmanager
+def failure_kept(pipe):
+    """Around the steps a lesson runs on a learner's own pipeline function: a CourseError (the learner's code
+    raised, Spark refused the query, the query ignored its checkpoint) ends the steps and its one line is kept
+    in ``pipe.failure``, for the lab's checks to turn into a FAIL with a hint. For a course variant it is raised."""
+    try:
+        yield pipe
+    except CourseError as err:
+        if not pipe.runs_learner_code:
+            raise
+        pipe.failure = failure_line(str(err))
 
 
 #: "sqlite3.IntegrityError: UNIQUE constraint failed", "NameError: name 'x' is not defined", ...
@@ -39,6 +54,11 @@ _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Except
 class PipelineRecord:
     """Set up by ``Pipeline.__init__``: lesson, variant, name, topic, folder, sink, output,
     checkpoint_root, produced, crashes, starts, driver."""
+
+    @property
+    def runs_learner_code(self) -> bool:
+        """Is the variant a learner's own pipeline function (not one of the course's)?"""
+        return self._code is not None
 
     # ---- where things are --------------------------------------------------
     def checkpoint_of(self, run: int) -> str:

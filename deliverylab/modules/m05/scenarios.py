@@ -1,12 +1,11 @@
 """The runs of module 05 in one call each, so a cell shows the idea and not the plumbing."""
 from __future__ import annotations
 
-import json
-
 from ... import checkpoint
 from ...config import CourseError
 from ...crashlab import Pipeline
-from ...crashlab.record import failure_line
+from ...crashlab.record import failure_kept
+from ...crashlab.redeploy import new_checkpoint  # noqa: F401 - lesson 05 calls scenarios.new_checkpoint
 from ...sparkerrors import error_class
 
 
@@ -26,42 +25,16 @@ def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str |
     pipe = Pipeline(lesson, variant, name=name, **pipeline_args)
     crash = None
     try:
-        pipe.start()
-        pipe.produce(orders)
-        pipe.drain()
-        crash = pipe.crash(point, orders=orders)
-        pipe.restart()
-        pipe.drain()
-    except CourseError as err:
-        if not callable(variant):
-            raise
-        pipe.failure = failure_line(str(err))
+        with failure_kept(pipe):
+            pipe.start()
+            pipe.produce(orders)
+            pipe.drain()
+            crash = pipe.crash(point, orders=orders)
+            pipe.restart()
+            pipe.drain()
     finally:
         pipe.stop()
     return pipe, crash
-
-
-def starting_offsets_json(pipe) -> str:
-    """Where the pipeline's checkpoint has finished, as Spark's ``startingOffsets`` JSON."""
-    done = checkpoint.done_offsets(pipe.checkpoint, pipe.topic)
-    return json.dumps({pipe.topic: {str(p): o for p, o in sorted(done.items())}})
-
-
-def new_checkpoint(pipe, orders: int = 100, resume_where_it_stopped: bool = False) -> None:
-    """What a well-meaning clean-up does: stop the pipeline, delete its checkpoint, start it again.
-
-    The new query starts where ``startingOffsets`` says: ``earliest`` for these pipelines
-    (so it reads the whole topic again), or, with ``resume_where_it_stopped``, the offsets the
-    old checkpoint had finished. Then ``orders`` new orders are produced and processed.
-    """
-    pipe.stop()
-    resume = starting_offsets_json(pipe) if resume_where_it_stopped else None
-    pipe.delete_checkpoint()
-    if resume:
-        pipe.options["starting_offsets"] = resume
-    pipe.restart()
-    pipe.produce(orders)
-    pipe.drain()
 
 
 def replays(pipe) -> list[tuple[str, int, int | None, int]]:
@@ -91,8 +64,6 @@ def restart_without_metadata(pipe) -> tuple[str, bool]:
     run with the file put back is the query the checkpoint had before. The pipeline is left running.
     """
     from pathlib import Path
-
-    from ...config import CourseError
 
     pipe.stop()
     before = checkpoint.query_id(pipe.checkpoint)
