@@ -4,6 +4,7 @@ Every wrong answer is handed to the lab's own calls (the cells' scenarios and ch
 the real broker, a real Spark driver and a real SIGKILL, as a learner's code does.
 """
 import pytest
+from planted import assert_fails_with_a_hint, outcome
 
 from deliverylab.checks import Checks
 from deliverylab.modules.m05 import lab, merges, scenarios
@@ -18,19 +19,6 @@ def lesson():
     lesson = deliverylab.setup("test-lab05-planted", quiet=True)
     yield lesson
     lesson.cleanup()
-
-
-def outcome(checks):
-    """{description: status}, as the learner reads it."""
-    return {r.description: r.status for r in checks.results}
-
-
-def assert_fails_with_a_hint(checks):
-    statuses = outcome(checks)
-    assert "FAIL" in statuses.values(), statuses
-    for r in checks.results:
-        if r.status == "FAIL":
-            assert any(line.strip().startswith("hint:") for line in r.lines), r.lines
 
 
 # ---------------------------------------------------------------- exercise 1: an idempotent Delta writer

@@ -12,8 +12,9 @@ from deliverylab.modules.m07.notifications import summarise
 from deliverylab.modules.m07.quarantine import Routed, poison_lines
 
 PRODUCED = [(f"o-{n}", "10.00") for n in range(8)]
-EXACT_TABLE = SimpleNamespace(ledger=lambda: ledger.reconcile(PRODUCED, PRODUCED))
-DUPLICATED_TABLE = SimpleNamespace(ledger=lambda: ledger.reconcile(PRODUCED, PRODUCED + PRODUCED[4:]))
+EXACT_TABLE = SimpleNamespace(failure=None, ledger=lambda: ledger.reconcile(PRODUCED, PRODUCED))
+DUPLICATED_TABLE = SimpleNamespace(failure=None, ledger=lambda: ledger.reconcile(PRODUCED, PRODUCED + PRODUCED[4:]))
+FAILED = SimpleNamespace(failure="NameError: name 'sqlite' is not defined", ledger=lambda: 1 / 0)
 
 ONCE = [("q", 0, 0), ("q", 1, 4), ("q", 2, 4)]                    # the crashed batch 2 notified once
 TWICE = ONCE + [("-", 2, 4)]                                      # a plain append: batch 2 notified again
@@ -55,6 +56,13 @@ def test_exercise_1_rejects_a_table_written_twice_and_a_run_crashed_elsewhere(ch
     checks.results.clear()
     got = run_notifier(checks, ONCE, point="after_commit")
     assert got["the crash hit your writer after its write, before the commit"] == "FAIL"
+
+
+def test_exercise_1_a_failed_pipeline_is_one_fail_line_and_the_rest_skip(checks):
+    got = run_notifier(checks, ONCE, table=FAILED)
+    assert got.pop("your pipeline ran through the crash and the redeploy") == "FAIL"
+    assert set(got.values()) == {"SKIP"}
+    assert "NameError: name 'sqlite' is not defined" in "\n".join(checks.results[0].lines)
 
 
 def test_exercise_1_says_skip_while_the_notifier_is_a_todo(checks):

@@ -13,24 +13,34 @@ GOOD_IDS = [f"o-{100000 + n}" for n in range(20)]
 
 
 def check_notifier(checks, pipe: Callable, crash: Callable, notified: Callable) -> None:
-    """Exercise 1: your foreachBatch writer with a notification, crashed after its write."""
+    """Exercise 1: your foreachBatch writer with a notification, crashed after its write, then redeployed
+    on a new checkpoint (a new query: its batch ids begin again at 0)."""
+    ran = "your pipeline ran through the crash and the redeploy"
+    checks.that(ran, lambda: pipe().failure is None, expected="no error", found=lambda: pipe().failure,
+                hint="Your function or its query failed: the line above is the error. Fix it and run the "
+                     "crash cell again (a query needs .option('checkpointLocation', out.checkpoint)).")
     checks.that("the crash hit your writer after its write, before the commit",
                 lambda: crash().point == "after_sink_write" and crash().by_sigkill,
-                expected="a SIGKILL at after_sink_write", found=lambda: crash().line(),
-                hint="Run the cell that crashes the pipeline (it crashes at 'after_sink_write').")
+                expected="a SIGKILL after the sink write", found=lambda: crash().line(),
+                hint="Run the cell that crashes the pipeline (notifications.crash_and_replay) again.",
+                depends_on=ran)
     checks.that("the orders table: every order exactly once",
                 lambda: pipe().ledger().lost == 0 and pipe().ledger().duplicated == 0,
                 expected="0 lost, 0 duplicated", found=lambda: pipe().ledger().verdict_line(),
-                hint="The table write must skip a replayed batch: which two Delta writer options did module 05 use?")
+                hint="The table write must skip a replayed batch: which two Delta writer options did module 05 "
+                     "use? Orders lost after the redeploy mean your app id stayed the same while batch ids "
+                     "began again at 0: use out.app_id, which the redeploy changed.", depends_on=ran)
     checks.equal("no batch notified twice", lambda: notified().repeated_batches, 0,
                  hint="The replay ran your function again. What key does a replayed batch repeat, "
-                      "and what does your table do with a key it has already seen?")
+                      "and what does your table do with a key it has already seen?", depends_on=ran)
     checks.that("the notifications count every order once",
                 lambda: notified().orders_notified == notified().produced,
                 expected=lambda: f"{notified().produced} orders notified",
                 found=lambda: f"{notified().orders_notified} orders notified",
-                hint="Each batch's notification carries its number of orders (batch.count()); "
-                     "is every batch notified, and only once?")
+                hint="Fewer: a batch's notification was kept out. After the redeploy, the new query's batch 0 "
+                     "is not the old query's batch 0: does your key tell the two queries apart? More: a batch "
+                     "was notified again. Each notification carries its batch's number of orders (batch.count()).",
+                depends_on=ran)
 
 
 def check_quarantine(checks, routed: Callable) -> None:

@@ -66,22 +66,32 @@ def of(pipe) -> Notified:
     return summarise(rows(path), len(pipe.produced))
 
 
-def crash_and_replay(lesson, variant, name: str | None = None, orders: int = 200):
+def crash_and_replay(lesson, variant, name: str | None = None, orders: int = 200, redeploy_orders: int = 100):
     """Start ``variant`` (a name, or your own pipeline function writing Delta) with a notifications
     table, process ``orders`` orders, crash it after a batch's write and before Spark's commit,
-    restart it, let it catch up, and stop it (what it did is in its tables and checkpoint).
-    Returns ``(pipe, crash)``."""
+    restart it and let it catch up. Then redeploy it as a release does: a new checkpoint that starts
+    where the old one finished, and a new ``out.app_id`` (module 05), where batch ids begin again at 0;
+    it processes ``redeploy_orders`` more and is stopped. Returns ``(pipe, crash)``.
+
+    When your own function fails, the run ends there and ``pipe.failure`` says why in one line."""
     from ...crashlab import Pipeline
+    from ...crashlab.record import failure_kept
+    from ...crashlab.redeploy import new_checkpoint
 
     name = name or (variant if isinstance(variant, str) else variant.__name__)
     pipe = Pipeline(lesson, variant, name=name, max_per_batch=200, sink="delta",
-                    options={"notifications": path_for(lesson, name)}).start()
+                    options={"notifications": path_for(lesson, name)})
+    crash = None
     try:
-        pipe.produce(orders)
-        pipe.drain()
-        crash = pipe.crash("after_sink_write", orders=orders)
-        pipe.restart()
-        pipe.drain()
+        with failure_kept(pipe):
+            pipe.start()
+            pipe.produce(orders)
+            pipe.drain()
+            crash = pipe.crash("after_sink_write", orders=orders)
+            pipe.restart()
+            pipe.drain()
+            if redeploy_orders:
+                new_checkpoint(pipe, redeploy_orders, resume_where_it_stopped=True, new_app_id="v2")
     finally:
         pipe.stop()
     return pipe, crash
