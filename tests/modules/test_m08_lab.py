@@ -17,8 +17,10 @@ def statuses(checks):
     return [r.status for r in checks.results]
 
 
-def chaos_result(plan=PLAN, lost=0, duplicated=0, fired=None):
+def chaos_result(plan=PLAN, lost=0, duplicated=0, fired=None, failure=None):
     crashes = [{"point": p, "by_sigkill": True} for p in (fired if fired is not None else plan)]
+    if failure:
+        return {"plan": list(plan), "crashes": crashes[:1], "failure": failure}
     return {"plan": list(plan), "crashes": crashes, "ledger": {"lost": lost, "duplicated": duplicated}}
 
 
@@ -35,37 +37,52 @@ def test_plan_rejects_a_missing_point(checks, plan):
 
 def test_chaos_passes_an_exactly_once_run(checks):
     lab.check_chaos(checks, lambda: chaos_result())
-    assert statuses(checks) == ["PASS"] * 3
+    assert statuses(checks) == ["PASS"] * 4
 
 
 def test_chaos_rejects_a_plain_foreachbatch_append(checks):  # the replays were appended again
     lab.check_chaos(checks, lambda: chaos_result(duplicated=37))
-    assert statuses(checks) == ["PASS", "PASS", "FAIL"]
+    assert statuses(checks) == ["PASS", "PASS", "PASS", "FAIL"]
 
 
 def test_chaos_rejects_a_pipeline_that_restarts_at_the_end(checks):  # startingOffsets=latest, fresh checkpoint
     lab.check_chaos(checks, lambda: chaos_result(lost=12))
-    assert statuses(checks) == ["PASS", "FAIL", "PASS"]
+    assert statuses(checks) == ["PASS", "PASS", "FAIL", "PASS"]
 
 
 def test_chaos_rejects_a_run_whose_crashes_did_not_all_fire(checks):
     lab.check_chaos(checks, lambda: chaos_result(fired=PLAN[:2]))
-    assert statuses(checks)[0] == "FAIL"
+    assert statuses(checks)[1] == "FAIL"
+
+
+def test_chaos_a_failed_pipeline_is_one_fail_line_and_the_rest_skip(checks):
+    lab.check_chaos(checks, lambda: chaos_result(failure="[STREAM_FAILED] ... no checkpointLocation"))
+    assert statuses(checks) == ["FAIL", "SKIP", "SKIP", "SKIP"]
 
 
 V = audit.Version
-HISTORY = [V(0, "STREAMING UPDATE", 0, "q"), V(1, "STREAMING UPDATE", 1, "q"), V(2, "STREAMING UPDATE", 2, "q")]
+# three batches of the first query, then two of the query redeployed on a new checkpoint
+HISTORY = [V(0, "STREAMING UPDATE", 0, "q1"), V(1, "STREAMING UPDATE", 1, "q1"), V(2, "STREAMING UPDATE", 2, "q1"),
+           V(3, "STREAMING UPDATE", 0, "q2"), V(4, "STREAMING UPDATE", 1, "q2")]
 
 
 def test_audit_passes_the_history_read_right(checks):
-    lab.check_audit(checks, lambda: [0, 1, 2], lambda: HISTORY, lambda: {1, 2})
+    lab.check_audit(checks, lambda: [0, 1, 2, 0, 1], lambda: HISTORY, lambda: {0, 1})
     assert set(statuses(checks)) == {"PASS"}
 
 
-@pytest.mark.parametrize("answer", [[2, 1, 0], ["0", "1", "2"], [0, 1, 2, 2]])  # newest first; strings; one twice
-def test_audit_rejects_a_history_read_wrong(checks, answer):
-    lab.check_audit(checks, lambda: answer, lambda: HISTORY, lambda: {1, 2})
+@pytest.mark.parametrize("answer, note", [([1, 0, 2, 1, 0], "newest first"), (["0", "1", "2", "0", "1"], "as text"),
+                                          ([0, 1, 2, 3, 4], "version numbers"), ([0, 1, 2], "")])
+def test_audit_rejects_a_history_read_wrong(checks, answer, note):
+    lab.check_audit(checks, lambda: answer, lambda: HISTORY, lambda: {0, 1})
     assert statuses(checks)[1] == "FAIL"
+    assert note in "\n".join(checks.results[1].lines)
+
+
+def test_audit_rejects_a_batch_of_one_query_committed_twice(checks):
+    twice = HISTORY + [V(5, "STREAMING UPDATE", 1, "q2")]
+    lab.check_audit(checks, lambda: [0, 1, 2, 0, 1, 1], lambda: twice, lambda: {0, 1})
+    assert statuses(checks) == ["PASS", "PASS", "FAIL", "PASS"]
 
 
 def test_audit_rejects_a_foreachbatch_table_and_a_replay_committed_twice(checks):
