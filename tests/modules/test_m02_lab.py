@@ -115,8 +115,14 @@ def test_exercise_2_rejects_a_crash_after_the_commit(checks, pipe):
     crash = Crash("after_commit", 2, -9, run=1)
     lab.check_replay(checks, lambda: crash, lambda: {0: (750, 800), 1: (700, 800)}, pipe)
     got = statuses(checks)
-    assert got["the crash left its batch planned but not committed"] == "FAIL"
+    assert got["the crash left its batch in the sink but not committed"] == "FAIL"
     assert got["replayed is the range the restart read for that batch"] == "SKIP"
+
+
+def test_exercise_2_rejects_a_crash_before_the_sink_has_the_batch(checks, pipe):
+    pipe.records = RUN_1 + RUN_2
+    lab.check_replay(checks, lambda: Crash("before_sink_write", 2, -9, run=1), lambda: RIGHT_BATCH_2, pipe)
+    assert statuses(checks)["the crash left its batch in the sink but not committed"] == "FAIL"
 
 
 def test_exercise_2_rejects_the_range_of_another_batch(checks, pipe):
@@ -139,42 +145,74 @@ def test_exercise_2_rejects_something_else_for_the_crash(checks, pipe):
     lab.check_replay(checks, lambda: "after_sink_write", lambda: RIGHT_BATCH_2, pipe)
     got = statuses(checks)
     assert got["crash is what pipe.crash(...) returned"] == "FAIL"
-    assert got["the crash left its batch planned but not committed"] == "SKIP"
+    assert got["the crash left its batch in the sink but not committed"] == "SKIP"
 
 
 # --------------------------------------------------------------------------- exercise 3
 
 
+TOPIC_END = {0: 900, 1: 800}  # the checkpoint's last commit (committed=3) is at {0: 750, 1: 700}: 250 behind
+
+
+class StoppedPipe(FakePipe):
+    """A stopped pipeline whose topic grows when the check produces more orders."""
+
+    def __init__(self, ckpt, running=False):
+        super().__init__(ckpt, [], running=running)
+        self.end = dict(TOPIC_END)
+
+    def produce(self, n):
+        self.end[0] += n
+        return [{}] * n
+
+
 @pytest.fixture
-def topic_end(monkeypatch):
+def stopped(tmp_path, monkeypatch):
     from deliverylab.stack import kafka
 
-    monkeypatch.setattr(kafka, "end_offsets", lambda bootstrap, topic: {0: 900, 1: 800})
+    pipe = StoppedPipe(make_checkpoint(tmp_path, ENDS, committed=3))
+    monkeypatch.setattr(kafka, "end_offsets", lambda bootstrap, topic: dict(pipe.end))
+    return pipe
 
 
-def test_exercise_3_right_answer(checks, tmp_path, topic_end):
-    pipe = FakePipe(make_checkpoint(tmp_path, ENDS, committed=3), [])
-    lab.check_behind(checks, lambda: 250, pipe, lambda: [{}] * 250)  # done {0: 750, 1: 700}, end {0: 900, 1: 800}
+def measured(pipe):
+    done = checkpoint.done_offsets(pipe.checkpoint, pipe.topic)
+    return sum(end - done.get(p, 0) for p, end in pipe.end.items())
+
+
+def test_exercise_3_right_answer(checks, stopped):
+    lab.check_behind(checks, lambda: measured, stopped)
     assert set(statuses(checks).values()) == {"PASS"}
+    assert stopped.end[0] == 930  # the check produced 30 more and measured again
 
 
-def test_exercise_3_rejects_a_consumer_groups_view_and_the_whole_topic(checks, tmp_path, topic_end):
-    pipe = FakePipe(make_checkpoint(tmp_path, ENDS, committed=3), [])
-    for wrong in (0, 900 + 800):  # no group, so "no lag"; every record in the topic
-        lab.check_behind(checks, lambda: wrong, pipe, lambda: [{}] * 250)
-        assert statuses(checks)["behind counts every order the query has not read yet"] == "FAIL"
+@pytest.mark.parametrize("wrong", [
+    lambda pipe: 250,                                   # the count of this run, typed in
+    lambda pipe: 0,                                     # a consumer group's view: no group, no lag
+    lambda pipe: sum(pipe.end.values()),                # every record in the topic
+])
+def test_exercise_3_rejects_a_count_that_is_not_measured(checks, stopped, wrong):
+    lab.check_behind(checks, lambda: wrong, stopped)
+    assert "FAIL" in statuses(checks).values()
 
 
-def test_exercise_3_rejects_the_last_planned_batch_instead_of_the_last_committed(checks, tmp_path, topic_end):
-    # offsets/2 is planned but not committed: the query has not finished it
-    pipe = FakePipe(make_checkpoint(tmp_path, ENDS, committed=2), [])
-    lab.check_behind(checks, lambda: 250, pipe, lambda: [{}] * 250)
-    assert statuses(checks)["behind counts every order the query has not read yet"] == "FAIL"
+def test_exercise_3_rejects_the_last_planned_batch_instead_of_the_last_committed(checks, tmp_path, monkeypatch):
+    from deliverylab.stack import kafka
+
+    pipe = StoppedPipe(make_checkpoint(tmp_path, ENDS, committed=2))  # offsets/2 planned, not committed
+    monkeypatch.setattr(kafka, "end_offsets", lambda bootstrap, topic: dict(pipe.end))
+    last = lambda p: checkpoint.topic_offsets(checkpoint.source_line(p.checkpoint, max(checkpoint.batch_ids(  # noqa: E731
+        p.checkpoint)[0])), p.topic)
+    planned = lambda p: sum(end - last(p).get(q, 0) for q, end in p.end.items())  # noqa: E731
+    lab.check_behind(checks, lambda: planned, pipe)
+    assert statuses(checks)["it counts every order the query has not read yet"] == "FAIL"
 
 
-def test_exercise_3_rejects_a_float_and_a_running_pipeline(checks, tmp_path, topic_end):
-    pipe = FakePipe(make_checkpoint(tmp_path, ENDS, committed=3), [], running=True)
-    lab.check_behind(checks, lambda: 250.0, pipe, lambda: [])
-    assert statuses(checks)["behind is a whole number of records"] == "FAIL"
-    lab.check_behind(checks, lambda: 250, pipe, lambda: [])
+def test_exercise_3_rejects_a_number_a_float_and_a_running_pipeline(checks, stopped):
+    lab.check_behind(checks, lambda: 250, stopped)
+    assert statuses(checks)["records_behind is a function of the pipeline"] == "FAIL"
+    lab.check_behind(checks, lambda: lambda pipe: 250.0, stopped)
+    assert statuses(checks)["records_behind(pipe) is a whole number of records"] == "FAIL"
+    stopped.running = True
+    lab.check_behind(checks, lambda: measured, stopped)
     assert statuses(checks)["the pipeline is stopped, so nobody reads those orders yet"] == "FAIL"

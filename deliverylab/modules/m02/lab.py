@@ -55,17 +55,19 @@ def check_replay(checks, crash: Callable, replayed: Callable, pipe) -> None:
     """Exercise 2: a crash between offsets/N and commits/N, then the range the restart read for batch N."""
     checks.is_type("crash is what pipe.crash(...) returned", crash, "Crash",
                    hint="Keep the value pipe.crash(point) returns: it names the point and the batch.")
-    checks.that("the crash left its batch planned but not committed", lambda: crash().replayed,
-                expected="a crash point after offsets/N is written and before commits/N is",
-                found=lambda: f"crash at {crash().point}",
-                hint="Compare the crash points in crashlab.crashpoints.CRASH_POINTS: which ones come before commits/N?",
+    checks.that("the crash left its batch in the sink but not committed",
+                lambda: crash().replayed and crash().point == "after_sink_write",
+                expected="a crash point after the sink has batch N and before commits/N is written",
+                found=lambda: f"crash at {crash().point}" + ("" if crash().replayed else " (its batch was committed)"),
+                hint="Compare the crash points in crashlab.crashpoints.CRASH_POINTS: which one comes after the "
+                     "sink write and before commits/N?",
                 depends_on="crash is what pipe.crash(...) returned")
     restarted_range = lambda: spark_range(pipe, crash().batch, run=crash().run + 1)  # noqa: E731
     checks.that("the restarted driver ran the crashed batch again", lambda: restarted_range() is not None,
                 expected="a progress record for the crashed batch from the next run",
                 found="no such record: was the pipeline restarted and drained after the crash?",
                 hint="pipe.restart() then pipe.drain(); pipe.progress(run=...) lists what each run did.",
-                depends_on="the crash left its batch planned but not committed")
+                depends_on="the crash left its batch in the sink but not committed")
     checks.that("replayed is the range the restart read for that batch",
                 lambda: as_range(replayed()) == restarted_range(),
                 expected="the start and end offsets the restarted run reported for the crashed batch",
@@ -84,20 +86,42 @@ def check_replay(checks, crash: Callable, replayed: Callable, pipe) -> None:
 # --------------------------------------------------------------------------- exercise 3
 
 
-def check_behind(checks, behind: Callable, pipe, produced_while_stopped: Callable) -> None:
-    """Exercise 3: how far behind a stopped query is, measured from its checkpoint."""
-    checks.that("behind is a whole number of records", lambda: isinstance(behind(), int) and not isinstance(behind(), bool),
-                expected="an int", found=lambda: f"{behind()!r} ({type(behind()).__name__})",
-                hint="Add up, over the partitions, the topic's end offset minus where the query has got to.")
-    checks.that("behind counts every order the query has not read yet",
-                lambda: behind() == checkpoint_lag(pipe.checkpoint, pipe.topic, pipe.lesson.bootstrap),
-                expected="the number of orders produced while the pipeline was stopped",
-                found=lambda: f"behind = {behind()} (orders produced while stopped: {len(produced_while_stopped())})",
-                hint="A consumer group knows nothing about a Spark query. Which checkpoint file says how far "
-                     "the query has got? checkpoint.done_offsets reads it.",
-                depends_on="behind is a whole number of records")
-    checks.that("the pipeline is stopped, so nobody reads those orders yet", lambda: not pipe.running,
-                expected="a stopped pipeline", found="it is running: it will catch up and behind becomes stale",
-                hint="Stop it with pipe.stop() before producing the orders.",
-                depends_on="behind is a whole number of records")
+def check_behind(checks, records_behind: Callable, pipe, more: int = 30) -> None:
+    """Exercise 3: how far behind a stopped query is, measured from its checkpoint by ``records_behind(pipe)``.
 
+    The check calls the function twice: as the lab left the topic, then after producing ``more`` orders,
+    so a count typed in, or the number of orders the lab produced, does not pass for a measurement.
+    """
+    function = "records_behind is a function of the pipeline"
+    checks.that(function, lambda: callable(records_behind()), expected="def records_behind(pipe): ...",
+                found=lambda: f"{records_behind()!r} ({type(records_behind()).__name__})",
+                hint="Define a function that takes the pipeline and returns a number; do not call it here.")
+    counted = "records_behind(pipe) is a whole number of records"
+    checks.that(counted, lambda: _whole(records_behind()(pipe)), expected="an int",
+                found=lambda: f"{records_behind()(pipe)!r} ({type(records_behind()(pipe)).__name__})",
+                hint="Add up, over the partitions, the topic's end offset minus where the query has got to.",
+                depends_on=function)
+    lag = lambda: checkpoint_lag(pipe.checkpoint, pipe.topic, pipe.lesson.bootstrap)  # noqa: E731
+    checks.that("it counts every order the query has not read yet", lambda: records_behind()(pipe) == lag(),
+                expected=lambda: f"{lag()} records, from the checkpoint and the topic",
+                found=lambda: f"records_behind(pipe) = {records_behind()(pipe)}",
+                hint="A consumer group knows nothing about a Spark query. Which checkpoint file says how far "
+                     "the query has got? checkpoint.done_offsets reads it.", depends_on=counted)
+    added: list = []
+
+    def after_more():
+        if not added:
+            added.append(pipe.produce(more))
+        return records_behind()(pipe)
+
+    checks.that(f"it still counts after {more} more orders", lambda: after_more() == lag(),
+                expected=lambda: f"{lag()} records", found=lambda: f"records_behind(pipe) = {after_more()}",
+                hint="The check produced more orders and called your function again: measure the topic and "
+                     "the checkpoint each time, do not count what was produced.", depends_on=counted)
+    checks.that("the pipeline is stopped, so nobody reads those orders yet", lambda: not pipe.running,
+                expected="a stopped pipeline", found="it is running: it will catch up and the count becomes stale",
+                hint="Stop it with pipe.stop() before producing the orders.", depends_on=counted)
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
