@@ -21,7 +21,8 @@ def check_crash_report(checks, report: Callable, alo: Callable) -> None:
                 hint="Which step runs first in m01.source('write_then_commit')?")
     checks.that("some orders were written twice", lambda: alo().duplicated > 0,
                 expected="at least one duplicated order", found=lambda: f"{alo().duplicated} duplicated",
-                hint="Was the consumer crashed? Look at report.summary().")
+                hint="Was it crashed between its two steps, in a batch it had polled? "
+                     "report.crash_run.line() says where it died; crash_and_recover's defaults do that.")
 
 
 def _copies(rows) -> Counter:
@@ -62,13 +63,18 @@ def _sign_note(value, right) -> str:
     return " (the right amount, the wrong sign: subtract the other way)" if _money(value) == -right != 0 else ""
 
 
+def _named(value) -> str:
+    """What was given for a variant's name: a Variant itself is named as one (its repr is a screenful)."""
+    return f"the Variant {value.name!r} itself, not its name" if hasattr(value, "summary") else repr(value)
+
+
 def check_payments_variant(checks, variant: Callable, crash_and_recover: Callable) -> None:
     """Exercise 3: the chosen variant must be one, and must survive a real crash unharmed.
 
     ``crash_and_recover(name)`` runs the experiment (the lab passes m01.crash_and_recover).
     """
-    checks.that("payments_variant names a consumer variant", lambda: variant() in VARIANTS,
-                expected=f"one of {', '.join(VARIANTS)}", found=lambda: repr(variant()),
+    checks.that("payments_variant names a consumer variant", lambda: isinstance(variant(), str) and variant() in VARIANTS,
+                expected=f"one of {', '.join(VARIANTS)}", found=lambda: _named(variant()),
                 hint="Use the name exactly as it appears in m01.VARIANTS.")
     checks.equal("the payments consumer survives a crash with nothing lost or duplicated",
                  lambda: crash_and_recover(variant()).ledger.verdict, "exactly-once",
