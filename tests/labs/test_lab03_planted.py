@@ -1,8 +1,10 @@
-"""Lab 03, exercise 3, with real queries (make test-labs): the right start_query passes, three wrong ones
-that learners write (no checkpoint, a new checkpoint each start, earliest without a checkpoint) FAIL."""
+"""Lab 03 with planted wrong answers run for real (make test-labs): the at-most-once pipeline crashed and
+reconciled (exercises 1 and 2), and learners' start_query functions stopped and restarted (exercise 3: no
+checkpoint, a new checkpoint each start, earliest without a checkpoint). Each ends in FAIL with a hint."""
 from __future__ import annotations
 
 import pytest
+from planted import assert_all_pass, assert_fails_with_a_hint
 
 from deliverylab.checks import Checks
 from deliverylab.modules.m03 import lab
@@ -76,5 +78,62 @@ def test_exercise_3_on_real_queries(spark):
         folder = checkpoint_folder(query)
         query.stop()
         assert "temporary-" in folder
+    finally:
+        lesson.cleanup()
+
+
+# --------------------------------------------------------------------------- exercises 1 and 2, for real
+
+def test_exercises_1_and_2_right_and_planted():
+    from decimal import Decimal
+
+    import deliverylab
+    from deliverylab import crashlab
+
+    lesson = deliverylab.setup("test-lab03-planted", quiet=True)
+    try:
+        pipe = crashlab.Pipeline(lesson, "at_most_once", max_per_batch=200).start()
+        pipe.produce(200)
+        pipe.drain()
+        pipe.crash("now")
+        while_down = pipe.produce(150)
+        checks = Checks("03-at-most-once-lab", record=False)  # planted: reconciled before the restart
+        lab.check_loss_while_down(checks, lambda: pipe, lambda: while_down, lambda: pipe.ledger())
+        assert statuses(checks)["the pipeline was crashed, then restarted"] == "FAIL"
+        pipe.restart()
+        pipe.produce(100)
+        pipe.drain()
+        amo = pipe.ledger()
+        checks = Checks("03-at-most-once-lab", record=False)
+        lab.check_loss_while_down(checks, lambda: pipe, lambda: while_down, lambda: amo)
+        assert_all_pass(checks)
+        for given in (pipe, amo.summary()):  # the pipeline, or the ledger's text, for the ledger
+            checks = Checks("03-at-most-once-lab", record=False)
+            lab.check_loss_while_down(checks, lambda: pipe, lambda: while_down, lambda: given)
+            assert_fails_with_a_hint(checks)
+        checks = Checks("03-at-most-once-lab", record=False)  # planted: orders produced after the restart, not while down
+        after_restart = pipe.produce(50)
+        pipe.drain()
+        lab.check_loss_while_down(checks, lambda: pipe, lambda: after_restart, lambda: pipe.ledger())
+        assert assert_fails_with_a_hint(checks)["exactly the orders produced while it was down are lost"] == "FAIL"
+
+        rows, produced = pipe.delivered(), pipe.produced
+        in_sink = {order_id for order_id, _ in rows}
+        lost = {o["order_id"] for o in produced} - in_sink
+        worth = sum(Decimal(o["amount"]) for o in produced if o["order_id"] in lost)
+        for lost_ids, missing in ((lost, worth), (lost, float(worth))):
+            checks = Checks("03-at-most-once-lab", record=False)
+            lab.check_missing_revenue(checks, lambda: lost_ids, lambda: missing, lambda: produced, lambda: rows)
+            assert_all_pass(checks)
+        planted = {
+            "subtracted the other way": (in_sink - {o["order_id"] for o in produced}, worth),
+            "the loss as a negative amount": (lost, -worth),
+            "the revenue of every order": (lost, sum(Decimal(o["amount"]) for o in produced)),
+            "the amounts added as text": (lost, "".join(o["amount"] for o in produced if o["order_id"] in lost)),
+        }
+        for name, (lost_ids, missing) in planted.items():
+            checks = Checks("03-at-most-once-lab", record=False)
+            lab.check_missing_revenue(checks, lambda: lost_ids, lambda: missing, lambda: produced, lambda: rows)
+            assert_fails_with_a_hint(checks), name
     finally:
         lesson.cleanup()

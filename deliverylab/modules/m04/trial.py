@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import itertools
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ... import streams
 from ...todos import raise_if_todo
 from ...config import CourseError
+from ...sparkerrors import cause_line, quiet_error_log
 
 ORDERS = 400
 LOSE_EVERY = 40
@@ -102,6 +104,23 @@ def _check_output(df) -> None:
         raise CourseError(f"dedupe(orders) dropped the columns {missing}; keep the order's columns.")
 
 
+@contextmanager
+def refused_in_one_line():
+    """Spark's refusal of the learner's query (an analysis error, such as a watermark-based operator with
+    no watermark) as one CourseError line with its error class, instead of a JVM stack in the notebook."""
+    from pyspark.errors import PySparkException
+
+    with quiet_error_log():
+        try:
+            yield
+        except PySparkException as error:
+            cause = cause_line(error) or str(error).strip().splitlines()[0]
+            why = (" (a watermark-based operator needs withWatermark on event_time before it)"
+                   if "watermark" in cause.lower() else "")
+            raise CourseError(f"Spark refused your dedupe's query: {cause[:300].rstrip(';. ')}. Fix your "
+                              f"function{why} and run the cell again.") from None
+
+
 def run(dedupe, lesson, timeout_s: float = TIMEOUT_S) -> TrialResult:
     """Run ``dedupe`` over the trial topic (from its start, with a new checkpoint) and report."""
     from ... import ledger
@@ -114,16 +133,17 @@ def run(dedupe, lesson, timeout_s: float = TIMEOUT_S) -> TrialResult:
     raise_if_todo(dedupe)
     topic, orders = source(lesson)
     spark = get_spark()
-    deduped = dedupe(read_orders(spark, lesson.bootstrap, topic, max_per_batch=MAX_PER_BATCH))
-    _check_output(deduped)
     rows: list[tuple] = []
 
     def collect(batch, batch_id):
         rows.extend((r.order_id, r.amount) for r in batch.select("order_id", "amount").collect())
 
     checkpoint = lesson.path("trials", f"run-{next(_runs)}")
-    query = (deduped.writeStream.foreachBatch(collect).trigger(availableNow=True)
-             .option("checkpointLocation", checkpoint).start())
+    with refused_in_one_line():
+        deduped = dedupe(read_orders(spark, lesson.bootstrap, topic, max_per_batch=MAX_PER_BATCH))
+        _check_output(deduped)
+        query = (deduped.writeStream.foreachBatch(collect).trigger(availableNow=True)
+                 .option("checkpointLocation", checkpoint).start())
     lesson.track(query)
     if not streams.await_termination(query, "trial query", timeout_s):
         query.stop()
