@@ -1,5 +1,6 @@
-"""Lab 06, exercises 3 and 4, on a real transactional topic (make test-labs): Spark reads that skip the
-aborted records pass; the default, an option without its kafka. prefix, and dedups on the wrong key FAIL."""
+"""Lab 06 on real transactional topics and a really killed relay (make test-labs): views and readers that skip
+aborted records pass; a default kept, views swapped, a relay killed after its commit, readers that drop
+repeats instead of aborted records, Spark options without their kafka. prefix and dedups on the wrong key FAIL."""
 from __future__ import annotations
 
 import pytest
@@ -130,3 +131,59 @@ def test_exercise_1_views_of_a_real_transactional_topic(refunds, committed, defa
     assert (FAIL in got.values()) == (status == FAIL), got
     if default is None:
         assert any("the same as committed_view" in line for r in checks.results for line in r.lines)
+
+
+# --------------------------------------------------------------------------- exercise 2: the relay killed for real
+
+def consumer_with_defaults(bootstrap):
+    """A learner's reader: a KafkaConsumer given no isolation_level (kafka-python reads uncommitted then)."""
+    def read(topic):
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                 consumer_timeout_ms=3000)
+        try:
+            return [(r.key.decode(), __import__("json").loads(r.value)["amount"]) for r in consumer]
+        finally:
+            consumer.close()
+    return read
+
+
+def test_exercise_2_relay_crashes_and_readers(refunds):
+    import deliverylab
+    from deliverylab.modules import m06
+
+    bootstrap, refunds_topic = refunds
+    lesson = deliverylab.setup("test-lab06-relay", quiet=True)
+    try:
+        for moment in ("after_commit",):  # planted: the transaction was closed when the relay died
+            checks = fresh()
+            lab.check_relay_crash(checks, lambda: m06.crash_and_restart(lesson, crash_transaction=2, crash=moment))
+            assert statuses(checks)["the relay was killed by SIGKILL in the middle of a transaction"] == FAIL
+        report = m06.crash_and_restart(lesson, crash_transaction=2, crash="after_send")
+        sink = m06.names(lesson)["sink"]
+        readers = {
+            "read_committed": (lambda topic: ledger.read_kafka_topic(bootstrap, topic, isolation_level="read_committed"),
+                               PASS),
+            "read_uncommitted": (lambda topic: ledger.read_kafka_topic(bootstrap, topic,
+                                                                       isolation_level="read_uncommitted"), FAIL),
+            "a KafkaConsumer with its defaults": (consumer_with_defaults(bootstrap), FAIL),
+            "uncommitted, repeats dropped by order id": (lambda topic: list(dict(ledger.read_kafka_topic(
+                bootstrap, topic, isolation_level="read_uncommitted")).items()), FAIL),
+        }
+        for name, (reader, status) in readers.items():
+            checks = fresh()
+            lab.check_transaction_views(checks, lambda: ledger.read_kafka_topic(bootstrap, refunds_topic),
+                                        lambda: ledger.read_kafka_topic(bootstrap, refunds_topic,
+                                                                        isolation_level="read_uncommitted"),
+                                        ORDERS[:40], ORDERS[40:])
+            lab.check_relay_crash(checks, lambda: report)
+            lab.check_accounting_reader(checks, lambda: reader, lambda: report, sink,
+                                        refunds=(refunds_topic, ORDERS[:40]))
+            got = statuses(checks)
+            assert (FAIL in got.values()) == (status == FAIL), (name, got)
+            if status == FAIL:
+                for r in checks.results:
+                    assert r.status != FAIL or any(line.strip().startswith("hint:") for line in r.lines)
+    finally:
+        lesson.cleanup()

@@ -156,6 +156,22 @@ def test_accounting_reader_rejects_a_reader_that_stops_early():
     assert reader_result(lambda topic: pairs(ORDERS[:40]), rep) == FAIL
 
 
+def test_accounting_reader_that_drops_repeats_fails_on_a_topic_with_an_abort_never_sent_again():
+    rep = report(killed_at("before_commit"), 20)
+    topics = {"relay": pairs(ORDERS) + pairs(ORDERS[20:40]), "refunds": pairs(ORDERS[:40]) + pairs(ORDERS[40:])}
+    drops_repeats = lambda topic: list(dict(topics[topic]).items())  # noqa: E731 - read_uncommitted, ids once
+    committed = lambda topic: pairs(ORDERS) if topic == "relay" else pairs(ORDERS[:40])  # noqa: E731
+    for reader, status in ((drops_repeats, FAIL), (committed, PASS)):
+        checks = fresh()
+        lab.check_transaction_views(checks, lambda: pairs(ORDERS[:40]), lambda: topics["refunds"],
+                                    ORDERS[:40], ORDERS[40:])
+        lab.check_relay_crash(checks, lambda: rep)
+        lab.check_accounting_reader(checks, lambda: reader, lambda: rep, "relay", refunds=("refunds", ORDERS[:40]))
+        got = statuses(checks)
+        assert got["read_for_accounting sees every order exactly once"] == PASS
+        assert got["read_for_accounting skips an aborted transaction nobody sent again"] == status
+
+
 def test_accounting_reader_skips_while_its_todo_is_open():
     rep = report(killed_at("before_commit"), 20)
     assert reader_result(lambda topic: todo("return the rows"), rep) == SKIP

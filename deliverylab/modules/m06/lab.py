@@ -83,8 +83,10 @@ def check_relay_crash(checks, report) -> None:
                 depends_on="the relay was killed by SIGKILL in the middle of a transaction")
 
 
-def check_accounting_reader(checks, reader, report, topic: str) -> None:
-    """``reader(topic)`` reads the relay's output as a consumer of committed results must."""
+def check_accounting_reader(checks, reader, report, topic: str, refunds: tuple | None = None) -> None:
+    """``reader(topic)`` reads the relay's output as a consumer of committed results must; with ``refunds``
+    (exercise 1's topic and its committed orders), also a topic whose aborted transaction nobody sent again,
+    where removing repeats is not enough."""
     def verdict():
         return ledger.reconcile(report().produced, reader()(topic)).verdict_line()
 
@@ -93,6 +95,18 @@ def check_accounting_reader(checks, reader, report, topic: str) -> None:
                 expected=f"verdict: {ledger.EXACTLY_ONCE}", found=verdict,
                 hint="The topic holds the records of an aborted transaction. Which consumer setting skips them?",
                 depends_on="the open transaction left records in the output topic")
+    if refunds is None:
+        return
+    refunds_topic, committed_orders = refunds
+    committed = Counter(_order_ids(committed_orders))
+    checks.that("read_for_accounting skips an aborted transaction nobody sent again",
+                lambda: _ids(reader()(refunds_topic)) == committed,
+                expected=f"exercise 1's {len(committed)} committed refunds, once each",
+                found=lambda: f"{sum(_ids(reader()(refunds_topic)).values())} rows, "
+                              f"{sum(1 for i in _ids(reader()(refunds_topic)) if i not in committed)} of them aborted",
+                hint="Dropping repeated order ids is not enough: exercise 1's aborted refunds were never committed "
+                     "by anyone, so they have no second copy to tell them by. Which consumer setting skips them?",
+                depends_on="default_view shows the aborted orders too")
 
 
 # --------------------------------------------------------------------------- exercise 3
