@@ -126,6 +126,8 @@ def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, 
     result = LeaderKill(produced=orders.generate_orders(count), settings=settings,
                         topic=topic_settings(bootstrap, topic))
     sender = producer(bootstrap, **settings)
+    # what the producer runs with, kafka-python's defaults included (3.x: acks=all, as -1, and idempotence on)
+    result.settings = {**settings, **{k: sender.config[k] for k in ("acks", "enable_idempotence")}}
     failures: list[str] = []
 
     def failed(error):
