@@ -64,13 +64,12 @@ def produce(bootstrap: str, topic: str, orders: list[dict], progress: bool = Tru
     """
     from kafka import KafkaProducer
 
-    from .stack.kafka import ensure_topic, security
+    from .stack.kafka import client, ensure_topic
 
     ensure_topic(bootstrap, topic)
     # Records wait up to 50 ms to be sent together (up to 1 MB per partition): a few hundred
     # orders leave in one request, so a running query sees a chunk whole, not half of it.
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=50, batch_size=1 << 20,
-                             **security(bootstrap))  # a class broker with logins: the learner's (stack/classauth.py)
+    producer = client(KafkaProducer, bootstrap, acks="all", linger_ms=50, batch_size=1 << 20)
     try:
         step = max(1, len(orders) // 20)
         for i, order in enumerate(orders, 1):

@@ -27,6 +27,13 @@ class Outputs:
     app_id: str        # a stable id for idempotent writers (Delta txnAppId)
     options: dict = field(default_factory=dict)  # a lesson's settings for a variant (Pipeline(options=...))
 
+    @property
+    def login_options(self) -> dict:
+        """Spark's Kafka options that log in at ``bootstrap`` on a class broker with logins ({} on your own broker)."""
+        from ..stack import kafka
+
+        return kafka.spark_security(self.bootstrap)
+
 
 def read_orders(spark, bootstrap: str, topic: str, starting_offsets: str = "earliest", max_per_batch: int | None = None,
                 min_partitions: int | None = None):
@@ -37,8 +44,11 @@ def read_orders(spark, bootstrap: str, topic: str, starting_offsets: str = "earl
     """
     from pyspark.sql import functions as F
 
+    from ..stack import kafka
+
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", bootstrap)
+              .options(**kafka.spark_security(bootstrap))  # a class broker's login ({} on your own broker)
               .option("subscribe", topic)
               .option("startingOffsets", starting_offsets))
     if max_per_batch:
@@ -93,6 +103,7 @@ def kafka_sink(orders, out: Outputs):
     records = orders.select(F.col("order_id").alias("key"), F.to_json(F.struct(*ORDER_COLUMNS)).alias("value"))
     return (records.writeStream.format("kafka")
             .option("kafka.bootstrap.servers", out.bootstrap)
+            .options(**out.login_options)  # a class broker's login ({} on your own broker)
             .option("topic", out.sink)
             .option("checkpointLocation", out.checkpoint)
             .start())
@@ -197,6 +208,7 @@ def kafka_sink_idempotent(orders, out: Outputs):
     records = orders.select(F.col("order_id").alias("key"), F.to_json(F.struct(*ORDER_COLUMNS)).alias("value"))
     return (records.writeStream.format("kafka")
             .option("kafka.bootstrap.servers", out.bootstrap)
+            .options(**out.login_options)  # a class broker's login ({} on your own broker)
             .option("kafka.enable.idempotence", "true")  # removes duplicates of this producer's own retries
             .option("kafka.acks", "all")
             .option("topic", out.sink)

@@ -171,12 +171,17 @@ def client_options(login: KafkaLogin | None) -> dict[str, str]:
 
 
 def spark_options(login: KafkaLogin | None) -> dict[str, str]:
-    """Options of Spark's Kafka source and sink (``.option(k, v)``) for ``login`` ({} without one)."""
+    """Options of Spark's Kafka source and sink (``.option(k, v)``) for ``login`` ({} without one).
+
+    ``groupIdPrefix``: Spark's Kafka source names its consumer groups ``spark-kafka-source-<uuid>-...``
+    (streaming) or ``spark-kafka-relation-...`` (batch) unless given a prefix (KafkaSourceProvider, Spark 4.2's
+    spark-sql-kafka-0-10 jar); the ACLs allow the learner's groups only (xo.<learner>.). The sink ignores it."""
     if login is None:
         return {}
     module = PLAIN_LOGIN_MODULE if login.mechanism == "PLAIN" else SCRAM_LOGIN_MODULE
     return {"kafka.security.protocol": PROTOCOL, "kafka.sasl.mechanism": login.mechanism,
-            "kafka.sasl.jaas.config": jaas_config(login.username, login.password, module)}
+            "kafka.sasl.jaas.config": jaas_config(login.username, login.password, module),
+            "groupIdPrefix": learner_prefix(login.username)}
 
 
 # --------------------------------------------------------------------------- ACLs

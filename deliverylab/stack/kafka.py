@@ -5,7 +5,10 @@ settings: no group unless one is asked for, no auto-commit, no topic auto-creati
 broker with logins (stack/classauth.py) they log in with the learner's credential
 (config.Settings.kafka_login, or a ``login=`` given), and a refusal is one CourseError line
 (:func:`refusals`); on the course's own broker nothing of that applies. (The
-consumers and producers that lessons study are written out in the lessons' own code.)
+consumers and producers that lessons study are written out in the lessons' own code; each is
+built with :func:`client`, and each Spark Kafka source and sink takes :func:`spark_security`'s
+options, so they log in the same way, in the notebook and in the processes it starts, which
+read the same settings from the environment and the workshop file.)
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import re
 import time
 from typing import Iterator
 
-from ..config import CourseError, KafkaLogin, settings as course_settings
+from ..config import HOST, CourseError, KafkaLogin, settings as course_settings
 from . import loginprobe
 from .classauth import client_options, refusal_line, spark_options
 
@@ -24,11 +27,15 @@ LOGIN_BOOTSTRAP_TIMEOUT_MS = 10000
 
 
 def login_for(bootstrap: str, login: KafkaLogin | None = None) -> KafkaLogin | None:
-    """The login to use at ``bootstrap``: the one given, else the course's own when it is for that broker."""
+    """The login to use at ``bootstrap``: the one given, else the course's own when it is for that broker, or for
+    the flaky-network proxy on this machine that forwards to that broker's FLAKY listener (stack/flaky.py)."""
     if login is not None:
         return login
-    found = course_settings().kafka_login
-    return found if found is not None and found.broker == bootstrap else None
+    s = course_settings()
+    found = s.kafka_login
+    if found is None:
+        return None
+    return found if bootstrap in (found.broker, f"{HOST}:{s.flaky_proxy_port}") else None
 
 
 # kafka-python warns "Exchanging credentials in the clear" at every SCRAM login: SCRAM sends a proof, never the
@@ -43,7 +50,8 @@ def security(bootstrap: str, login: KafkaLogin | None = None) -> dict[str, str]:
 
 def spark_security(bootstrap: str, login: KafkaLogin | None = None) -> dict[str, str]:
     """Options of Spark's Kafka source and sink that log in at ``bootstrap``: ``.options(**spark_security(b))``
-    ({} on a broker without logins)."""
+    ({} on a broker without logins). Spark passes them to the consumers and producers it makes on executors too,
+    and names the source's consumer groups with the learner's prefix (groupIdPrefix, classauth.spark_options)."""
     return spark_options(login_for(bootstrap, login))
 
 
@@ -94,6 +102,17 @@ def _logging_in(bootstrap: str, login: KafkaLogin | None) -> Iterator[dict]:
             raise
 
 
+def client(kind, bootstrap: str, login: KafkaLogin | None = None, **settings):
+    """``kind(bootstrap_servers=bootstrap, **settings)`` for a kafka-python KafkaProducer or KafkaConsumer, the way
+    every lesson builds its own. On a class broker with logins it logs in (:func:`security`) and a refused password
+    is one CourseError line within 10 s, not kafka-python's 30 s bootstrap timeout (``settings`` win over both).
+    On a broker without logins: exactly ``kind(bootstrap_servers=bootstrap, **settings)``."""
+    with _logging_in(bootstrap, login) as options:
+        if options:
+            options = {"bootstrap_timeout_ms": LOGIN_BOOTSTRAP_TIMEOUT_MS, **options}
+        return kind(bootstrap_servers=bootstrap, **{**options, **settings})
+
+
 @contextlib.contextmanager
 def admin(bootstrap: str, timeout_s: float | None = None, login: KafkaLogin | None = None) -> Iterator:
     """A KafkaAdminClient, closed afterwards. Raises kafka's errors when the broker does not answer."""
@@ -103,11 +122,11 @@ def admin(bootstrap: str, timeout_s: float | None = None, login: KafkaLogin | No
     with _logging_in(bootstrap, login) as options:
         if options and timeout_s:
             extra["bootstrap_timeout_ms"] = int(timeout_s * 1000)
-        client = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=f"{CLIENT_ID}-admin", **options, **extra)
+        admin_client = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=f"{CLIENT_ID}-admin", **options, **extra)
     try:
-        yield client
+        yield admin_client
     finally:
-        client.close()
+        admin_client.close()
 
 
 @contextlib.contextmanager
@@ -117,16 +136,11 @@ def consumer(bootstrap: str, login: KafkaLogin | None = None, **settings) -> Ite
 
     options = dict(group_id=None, client_id=f"{CLIENT_ID}-reader", enable_auto_commit=False,
                    allow_auto_create_topics=False, auto_offset_reset="earliest")
-    with _logging_in(bootstrap, login) as security_options:
-        options.update(security_options)
-        if security_options:  # a refused login is reported after 10 s, not kafka-python's 30
-            options["bootstrap_timeout_ms"] = LOGIN_BOOTSTRAP_TIMEOUT_MS
-        options.update(settings)
-        client = KafkaConsumer(bootstrap_servers=bootstrap, **options)
+    reader = client(KafkaConsumer, bootstrap, login, **{**options, **settings})
     try:
-        yield client
+        yield reader
     finally:
-        client.close(autocommit=False)
+        reader.close(autocommit=False)
 
 
 def listening(bootstrap: str, timeout_s: float = 1.0) -> bool:

@@ -96,7 +96,8 @@ def test_a_login_becomes_kafka_python_and_spark_options():
     assert classauth.spark_options(ada) == {
         "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "SCRAM-SHA-512",
         "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                                  'username="ada" password="pw";'}
+                                  'username="ada" password="pw";',
+        "groupIdPrefix": "xo.ada."}  # Spark's source names its consumer groups so ada's ACLs allow them
     assert classauth.client_options(None) == {} and classauth.spark_options(None) == {}
 
 

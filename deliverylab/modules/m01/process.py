@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...config import CourseError
-from ...stack import processes
+from ...stack import kafka, processes
 from .consumers import CRASH_MOMENTS, VARIANTS, CrashPoint, check_moment, check_variant, order_of
 
 DEFAULT_BATCH_SIZE = 100
@@ -62,8 +62,10 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
         signal.signal(sig, lambda *_: stopping.append(True))
 
     db = open_db(db_path, variant)
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
+    # on a class broker with logins it logs in: this process reads the notebook's settings from the
+    # environment and the workshop file it inherits (never from its command line, which ps shows)
+    consumer = kafka.client(
+        KafkaConsumer, bootstrap,
         group_id=group if spec.uses_group else None,
         # static membership: a restarted consumer takes over the killed one's place at once
         # instead of waiting for the broker to notice that the dead one stopped heartbeating

@@ -45,7 +45,7 @@ def share_out(limit: int, waiting: dict[int, int]) -> dict[int, int]:
 def _write(bootstrap: str, topic: str, partition: int, n: int, first: int = 0) -> None:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
+    producer = kafka.client(KafkaProducer, bootstrap, acks="all", linger_ms=20)
     try:
         for i in range(first, first + n):
             producer.send(topic, key=f"{partition}-{i}".encode(), value=f"record {i} of partition {partition}".encode(),

@@ -63,7 +63,7 @@ def check(lesson, name: str, settings: dict) -> IdempotenceCheck:
     kafka.delete_topics(lesson.bootstrap, [topic])
     kafka.ensure_topic(lesson.bootstrap, topic, partitions=1)
     try:
-        producer = KafkaProducer(bootstrap_servers=lesson.bootstrap, **settings)
+        producer = kafka.client(KafkaProducer, lesson.bootstrap, **settings)
     except KafkaError as error:
         return IdempotenceCheck(text, type(error).__name__)
     try:

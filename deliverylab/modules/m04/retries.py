@@ -57,12 +57,12 @@ def send_through_flaky_network(topic: str, orders: list[dict], lose_at: list[int
     from kafka import KafkaProducer
 
     from ...orders import encode
-    from ...stack import flaky
+    from ...stack import flaky, kafka
 
     report = RetryReport(orders=list(orders), idempotent=idempotent)
     lose = set(lose_at)
     with flaky.FlakyNetwork() as net:
-        producer = KafkaProducer(bootstrap_servers=net.bootstrap, enable_idempotence=idempotent, **RETRYING_PRODUCER)
+        producer = kafka.client(KafkaProducer, net.bootstrap, enable_idempotence=idempotent, **RETRYING_PRODUCER)
         try:
             for i, order in enumerate(orders):
                 if i in lose:

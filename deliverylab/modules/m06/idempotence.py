@@ -88,11 +88,13 @@ def _fresh_topic(lesson, name: str) -> str:
 
 def _write(spark, lesson, topic: str, orders: list[dict], options: dict) -> None:
     from ...orders import encode
+    from ...stack import kafka
 
     rows = [(order["order_id"], encode(order).decode()) for order in orders]
     (spark.createDataFrame(rows, "key string, value string").coalesce(1)
      .write.format("kafka")
      .option("kafka.bootstrap.servers", lesson.bootstrap)
+     .options(**kafka.spark_security(lesson.bootstrap))  # a class broker's login ({} on your own broker)
      .option("topic", topic)
      .options(**options)
      .save())

@@ -65,7 +65,7 @@ def send_with_lost_reply(lesson, name: str, settings: dict, resend_if_failed: bo
     kafka.ensure_topic(lesson.bootstrap, topic, partitions=1)
     first, second = generate_orders(2)
     with flaky.FlakyNetwork() as net:
-        producer = KafkaProducer(bootstrap_servers=net.bootstrap, **settings)
+        producer = kafka.client(KafkaProducer, net.bootstrap, **settings)
         try:
             producer.send(topic, key=first["order_id"].encode(), value=encode(first)).get(SEND_TIMEOUT_S)
             net.lose_produce_replies(1)
@@ -79,7 +79,7 @@ def send_with_lost_reply(lesson, name: str, settings: dict, resend_if_failed: bo
         lost = net.lost_replies
     resent = resend_if_failed and outcome != "acknowledged"
     if resent:
-        again = KafkaProducer(bootstrap_servers=lesson.bootstrap, **settings)
+        again = kafka.client(KafkaProducer, lesson.bootstrap, **settings)
         try:
             again.send(topic, key=second["order_id"].encode(), value=encode(second)).get(SEND_TIMEOUT_S)
         finally:

@@ -20,6 +20,7 @@ BATCH = "5 seconds"
 
 def _source(spark, bootstrap: str, topic: str):
     return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+            .options(**kafka.spark_security(bootstrap))  # a class broker's login ({} on your own broker)
             .option("subscribe", topic).option("startingOffsets", "earliest").load())
 
 
@@ -55,7 +56,8 @@ def offsets_after_output(spark, lesson, orders: int = 20) -> dict[str, bool]:
         kafka.ensure_topic(lesson.bootstrap, topic, partitions=1)  # real-time mode holds a core per partition
     checkpoint = Path(lesson.checkpoint("realtime-kafka"))
     query = (_source(spark, lesson.bootstrap, source).select("key", "value").writeStream.format("kafka")
-             .option("kafka.bootstrap.servers", lesson.bootstrap).option("topic", sink)
+             .option("kafka.bootstrap.servers", lesson.bootstrap).options(**kafka.spark_security(lesson.bootstrap))
+             .option("topic", sink)
              .option("checkpointLocation", str(checkpoint)).outputMode("update").trigger(realTime=BATCH).start())
     try:
         produce_orders(lesson.bootstrap, source, orders, progress=False)

@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Callable
 
 from ...config import CourseError
-from ...stack import processes
+from ...stack import kafka, processes
 
 #: The moments of one transaction at which the relay can be killed, in the order they come.
 CRASH_MOMENTS = {
@@ -120,12 +120,14 @@ def run(*, bootstrap: str, source: str, sink: str, group: str, transactional_id:
 
     # the producer first: init_transactions fences an earlier instance with the same
     # transactional_id and aborts whatever transaction it left open, offsets included
-    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id,
-                             client_id=f"deliverylab-relay-{os.getpid()}")
+    # on a class broker with logins both log in: this process reads the notebook's settings from the
+    # environment and the workshop file it inherits (never from its command line, which ps shows)
+    producer = kafka.client(KafkaProducer, bootstrap, transactional_id=transactional_id,
+                            client_id=f"deliverylab-relay-{os.getpid()}")
     producer.init_transactions()
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                             isolation_level="read_committed", auto_offset_reset="earliest",
-                             allow_auto_create_topics=False, client_id=f"deliverylab-relay-{os.getpid()}")
+    consumer = kafka.client(KafkaConsumer, bootstrap, group_id=group, enable_auto_commit=False,
+                            isolation_level="read_committed", auto_offset_reset="earliest",
+                            allow_auto_create_topics=False, client_id=f"deliverylab-relay-{os.getpid()}")
     crash_point = CrashPoint(crash, crash_transaction, log, producer.flush)
     transactions = 0
     try:

@@ -17,9 +17,11 @@ def orders_from(spark, bootstrap: str, topic: str, fail_on_data_loss: bool = Tru
     from pyspark.sql import functions as F
 
     from ...orders import ORDER_SCHEMA
+    from ...stack import kafka
 
     return (spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", bootstrap)
+            .options(**kafka.spark_security(bootstrap))  # a class broker's login ({} on your own broker)
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
             .option("failOnDataLoss", "true" if fail_on_data_loss else "false")

@@ -26,10 +26,10 @@ def produce_lines(bootstrap: str, topic: str, lines: list[str]) -> int:
     """Write each line as one Kafka record, exactly as it is (no key)."""
     from kafka import KafkaProducer
 
-    from ...stack.kafka import ensure_topic
+    from ...stack import kafka
 
-    ensure_topic(bootstrap, topic)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
+    kafka.ensure_topic(bootstrap, topic)
+    producer = kafka.client(KafkaProducer, bootstrap, acks="all", linger_ms=20)
     try:
         for line in lines:
             producer.send(topic, value=line.encode("utf-8"))
@@ -119,7 +119,10 @@ def prepare(lesson, name: str, lines: list[str]) -> Pills:
 
 def records_of(spark, lesson, pills: Pills):
     """The pipeline's topic as a stream of raw Kafka records, from the start."""
+    from ...stack import kafka
+
     return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", lesson.bootstrap)
+            .options(**kafka.spark_security(lesson.bootstrap))  # a class broker's login ({} on your own broker)
             .option("subscribe", pills.topic).option("startingOffsets", "earliest").load())
 
 
