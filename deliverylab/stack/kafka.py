@@ -281,11 +281,11 @@ def _partitions(client, topic: str, bootstrap: str = "") -> list:
 
     found = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
     if not found and bootstrap:
-        _refuse_if_hidden(bootstrap, topic, "read topic")
+        refuse_if_hidden(bootstrap, topic, "read topic")
     return found
 
 
-def _refuse_if_hidden(bootstrap: str, topic: str, action: str) -> None:
+def refuse_if_hidden(bootstrap: str, topic: str, action: str) -> None:
     """A topic a login may not see looks missing to a consumer: on a broker with logins, say it is refused."""
     if login_for(bootstrap) is not None:
         with admin(bootstrap) as client:
@@ -332,7 +332,7 @@ def read_range(bootstrap: str, topic: str, ranges: dict[int, tuple[int, int]], t
     wanted = {TopicPartition(topic, p): r for p, r in ranges.items() if r[1] > r[0]}
     if not wanted:
         return []
-    _refuse_if_hidden(bootstrap, topic, "read topic")  # else an empty wait of timeout_s
+    refuse_if_hidden(bootstrap, topic, "read topic")  # else an empty wait of timeout_s
     records: dict = {tp: [] for tp in wanted}
     with consumer(bootstrap, isolation_level=isolation_level) as client:
         client.assign(list(wanted))

@@ -1,8 +1,8 @@
 """The class broker with logins and prefixed ACLs (stack/classbroker.py, stack/classauth.py), for real.
 
-One class broker for the module, from the course's jars, on ports of its own (never the course broker's
-9092-9095) and in a state folder of its own; real kafka-python clients log in as two learners (ada and
-bob), the board, and with a wrong password. Every refusal must be Kafka's authorization error turned
+One class broker for the module (tests/stack/conftest.py's ``room``), from the course's jars, on ports of
+its own (never the course broker's 9092-9095) and in a state folder of its own; real kafka-python clients
+log in as two learners (ada and bob), the board, and with a wrong password. Every refusal must be Kafka's authorization error turned
 into one CourseError line.
 """
 from __future__ import annotations
@@ -24,47 +24,6 @@ pytestmark = pytest.mark.stack
 #: the settings the module's fixture changes, as the run had them
 RUN_ENVIRONMENT = {name: os.environ.get(name) for name in ("DELIVERYLAB_STATE", "DELIVERYLAB_WORKSHOP_FILE",
                                                            "DELIVERYLAB_BROKER", "DELIVERYLAB_LEARNER")}
-
-
-class Room:
-    def __init__(self, bootstrap: str, passwords: dict[str, str], state):
-        self.bootstrap, self.passwords, self.state = bootstrap, passwords, state
-
-    def login(self, name: str) -> KafkaLogin:
-        return KafkaLogin(self.bootstrap, name, self.passwords[name])
-
-
-@pytest.fixture(scope="module")
-def room(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("class-broker")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DELIVERYLAB_JARS", str(config.settings().jars))
-        mp.setenv("DELIVERYLAB_STATE", str(folder / "state"))
-        mp.setenv("DELIVERYLAB_WORKSHOP_FILE", str(folder / "workshop.ini"))
-        for name in ("DELIVERYLAB_BROKER", "DELIVERYLAB_KAFKA_USER", "DELIVERYLAB_KAFKA_PASSWORD", "DELIVERYLAB_LEARNER"):
-            mp.delenv(name, raising=False)
-        # below Linux's ephemeral range, above the stop/start test's 19610-19699 (tests/stack/test_broker.py)
-        base = next(p for p in range(19720, 19990, 10)
-                    if all(broker.port_is_free(q) for q in classbroker.Ports(p).bound()))
-        mp.setenv("DELIVERYLAB_CLASS_PORT", str(base))
-        roster = folder / "class.txt"
-        roster.write_text("# the room\nada\nbob\n")
-        classbroker.up(roster, log=lambda m: None)
-        passwords = classauth.read_passwords(classbroker.paths(config.settings())["passwords"])
-        try:
-            yield Room(f"127.0.0.1:{base}", passwords, folder)
-        finally:
-            classbroker.down(log=lambda m: None)
-
-
-@pytest.fixture
-def as_learner(room, monkeypatch):
-    """The course's own settings log in as ``name`` on the class broker (as workshop.ini would)."""
-    def use(name: str) -> None:
-        monkeypatch.setenv("DELIVERYLAB_BROKER", room.bootstrap)
-        monkeypatch.setenv("DELIVERYLAB_KAFKA_USER", name)
-        monkeypatch.setenv("DELIVERYLAB_KAFKA_PASSWORD", room.passwords[name])
-    return use
 
 
 def produce(login: KafkaLogin, topic: str, values=(b"x",), **options) -> None:

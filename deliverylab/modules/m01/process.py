@@ -85,6 +85,7 @@ def consume(variant: str, *, bootstrap: str, topic: str, group: str, db_path: st
     try:
         partitions = consumer.partitions_for_topic(topic)
         if not partitions:
+            kafka.refuse_if_hidden(bootstrap, topic, "read topic")  # a class broker's ACLs: one line that says so
             raise CourseError(f"Topic {topic!r} does not exist yet. Produce orders first, e.g. lesson.produce_orders(600).")
         end = consumer.end_offsets([TopicPartition(topic, p) for p in sorted(partitions)])
         spec.start(consumer, db, topic)

@@ -124,7 +124,8 @@ def run(*, bootstrap: str, source: str, sink: str, group: str, transactional_id:
     # environment and the workshop file it inherits (never from its command line, which ps shows)
     producer = kafka.client(KafkaProducer, bootstrap, transactional_id=transactional_id,
                             client_id=f"deliverylab-relay-{os.getpid()}")
-    producer.init_transactions()
+    with kafka.refusals(bootstrap, "use transactional id", transactional_id):  # a class broker's ACLs: one line
+        producer.init_transactions()
     consumer = kafka.client(KafkaConsumer, bootstrap, group_id=group, enable_auto_commit=False,
                             isolation_level="read_committed", auto_offset_reset="earliest",
                             allow_auto_create_topics=False, client_id=f"deliverylab-relay-{os.getpid()}")
@@ -133,6 +134,7 @@ def run(*, bootstrap: str, source: str, sink: str, group: str, transactional_id:
     try:
         partitions = consumer.partitions_for_topic(source)
         if not partitions:
+            kafka.refuse_if_hidden(bootstrap, source, "read topic")
             raise CourseError(f"Topic {source!r} does not exist yet. Produce orders first, e.g. lesson.produce_orders(300).")
         tps = [TopicPartition(source, p) for p in sorted(partitions)]
         consumer.assign(tps)

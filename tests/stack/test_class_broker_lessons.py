@@ -1,0 +1,103 @@
+"""The lessons' own Kafka clients on the class broker with logins (issue 25), for real.
+
+The course's settings log in as ada, as ``workshop join`` leaves them (DELIVERYLAB_BROKER, _LEARNER,
+_KAFKA_USER, _KAFKA_PASSWORD; tests/stack/conftest.py's ``room`` and ``as_learner``), and each lesson
+is named as deliverylab.setup names it, so its topics, groups and transactional ids start with
+xo.ada.<lesson>. The processes the lessons start (a crash-lab driver with Spark's Kafka source and
+sink, lesson 01's consumer, lesson 06's transactional relay) read that login from the environment they
+inherit; lesson 04's producer logs in through the flaky-network proxy. Bob, on ada's lesson, is refused
+in one line.
+"""
+from __future__ import annotations
+
+import pytest
+
+from deliverylab import crashlab
+from deliverylab.config import CourseError
+from deliverylab.crashlab import drivers
+from deliverylab.lesson import Lesson
+from deliverylab.modules import m01, m06
+
+pytestmark = pytest.mark.stack
+
+
+@pytest.fixture
+def lesson_as(room, as_learner, monkeypatch, tmp_path):
+    """``lesson_as(name, learner)``: the lesson as deliverylab.setup makes it for ``learner``, logged in as her,
+    without the class board's hello (setup's, a thread of its own). The crash lab's drivers come from a pool of
+    the test's own, so every driver starts with this login in its environment (a standby of an earlier test of
+    this worker has none)."""
+    made: list[Lesson] = []
+
+    def make(name: str, learner: str = "ada") -> Lesson:
+        as_learner(learner)
+        folder = tmp_path / learner / name
+        for sub in ("checkpoints", "tables"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        made.append(Lesson(name=name, learner=learner, bootstrap=room.bootstrap, folder=folder))
+        return made[-1]
+
+    monkeypatch.setenv("DELIVERYLAB_STANDBY_WARM_UP", "0")
+    pool = drivers.DriverPool(tmp_path / "drivers")
+    monkeypatch.setattr(drivers, "_pool", pool)
+    yield make
+    for lesson in made:
+        lesson.cleanup()
+    pool.shutdown()
+
+
+def test_a_crash_lab_pipeline_reads_and_writes_kafka_with_adas_login_across_a_crash(lesson_as):
+    lesson = lesson_as("04-at-least-once")
+    pipe = crashlab.Pipeline(lesson, "kafka_sink", max_per_batch=100)
+    assert pipe.topic.startswith("xo.ada.04-at-least-once.") and pipe.sink.startswith("xo.ada.04-at-least-once.")
+    try:
+        pipe.start()
+        pipe.produce(150)
+        pipe.drain()
+        crash = pipe.crash("after_sink_write", orders=100)
+        assert crash.by_sigkill
+        pipe.restart()
+        pipe.drain()
+    finally:
+        pipe.stop()
+    ledger = pipe.ledger()  # Spark's Kafka sink, read back with ada's login
+    assert ledger.lost == 0
+    assert set(ledger.duplicated_ids) >= set(pipe.batch_orders(crash.batch, run=1))  # at-least-once: a replay
+
+
+def test_lesson_01s_consumer_process_crashes_and_recovers_with_adas_login(lesson_as):
+    lesson = lesson_as("01-three-guarantees")
+    # the variant that commits its offsets to its consumer group (xo.ada.01-three-guarantees.write_then_commit)
+    report = m01.crash_and_recover("write_then_commit", lesson, orders_total=300, crash_batch=2)
+    assert report.crash_run.killed_by_sigkill and report.recovery_run.returncode == 0
+    assert report.ledger.lost == 0 and report.ledger.duplicated > 0  # the crashed batch, written again
+
+
+def test_lesson_06s_transactional_relay_crashes_and_restarts_with_adas_login(lesson_as):
+    lesson = lesson_as("06-kafka-end-to-end")
+    report = m06.crash_and_restart(lesson, orders=200, crash_transaction=2)
+    assert m06.names(lesson)["transactional_id"].startswith("xo.ada.06-kafka-end-to-end.")
+    assert report.crash_run.killed_by_sigkill and report.restart_run.returncode == 0
+    assert report.committed.lost == 0 and report.committed.duplicated == 0  # read_committed: exactly once
+
+
+def test_lesson_04s_producer_logs_in_through_the_flaky_network_proxy(lesson_as):
+    from deliverylab.modules.m04 import retries
+
+    lesson = lesson_as("04-at-least-once")
+    # the proxy on 127.0.0.1 forwards to the class broker's FLAKY listener, which asks for the same login
+    assert retries.records_after_lost_reply(lesson, idempotent=False) == 2  # the retry wrote it again
+    assert retries.records_after_lost_reply(lesson, idempotent=True) == 1
+
+
+def test_bobs_consumer_process_on_adas_topic_is_refused_in_one_line(lesson_as):
+    adas = lesson_as("01-three-guarantees")
+    adas.produce_orders(20, progress=False)
+    as_bob = lesson_as("01-three-guarantees", learner="bob")
+    on_adas_topic = Lesson(name=adas.name, learner="ada", bootstrap=adas.bootstrap, folder=as_bob.folder)
+    with pytest.raises(CourseError) as refused:
+        m01.run_consumer("offsets_with_data", on_adas_topic, timeout_s=30)
+    line = str(refused.value)
+    assert "\n" not in line
+    assert ("Kafka refused: bob may not read topic xo.ada.01-three-guarantees.orders (TOPIC_AUTHORIZATION_FAILED)"
+            in line and "starts with xo.bob." in line), line
