@@ -98,6 +98,6 @@ def test_bobs_consumer_process_on_adas_topic_is_refused_in_one_line(lesson_as):
     with pytest.raises(CourseError) as refused:
         m01.run_consumer("offsets_with_data", on_adas_topic, timeout_s=30)
     line = str(refused.value)
-    assert "\n" not in line
+    assert "\n" not in line and line.startswith("the offsets_with_data consumer failed (exit code 2): Kafka refused")
     assert ("Kafka refused: bob may not read topic xo.ada.01-three-guarantees.orders (TOPIC_AUTHORIZATION_FAILED)"
             in line and "starts with xo.bob." in line), line
