@@ -14,15 +14,6 @@ pytestmark = [pytest.mark.stack, pytest.mark.labs]
 
 
 @pytest.fixture(scope="module")
-def lesson():
-    import deliverylab
-
-    lesson = deliverylab.setup("test-lab01-planted", quiet=True)
-    yield lesson
-    lesson.cleanup()
-
-
-@pytest.fixture(scope="module")
 def report(lesson):
     return m01.crash_and_recover("write_then_commit", lesson)
 

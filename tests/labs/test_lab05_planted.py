@@ -12,15 +12,6 @@ from deliverylab.modules.m05 import lab, merges, scenarios
 pytestmark = [pytest.mark.stack, pytest.mark.labs]
 
 
-@pytest.fixture(scope="module")
-def lesson():
-    import deliverylab
-
-    lesson = deliverylab.setup("test-lab05-planted", quiet=True)
-    yield lesson
-    lesson.cleanup()
-
-
 # ---------------------------------------------------------------- exercise 1: an idempotent Delta writer
 
 def right_writer(orders, out):

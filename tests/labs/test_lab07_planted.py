@@ -113,15 +113,6 @@ def no_checkpoint_location(orders, out):
     return orders.writeStream.foreachBatch(write).start()
 
 
-@pytest.fixture(scope="module")
-def lesson():
-    import deliverylab
-
-    lesson = deliverylab.setup("test-lab07-planted", quiet=True)
-    yield lesson
-    lesson.cleanup()
-
-
 def run_notifier(lesson, notifier):
     pipe, crash = notifications.crash_and_replay(lesson, notifier, name=notifier.__name__.replace("_", "-"),
                                                  orders=100, redeploy_orders=50)

@@ -54,15 +54,6 @@ def idempotent_foreachbatch(orders, out):  # exactly-once, but no streaming sink
     return orders.writeStream.foreachBatch(write).option("checkpointLocation", out.checkpoint).start()
 
 
-@pytest.fixture(scope="module")
-def lesson():
-    import deliverylab
-
-    lesson = deliverylab.setup("test-lab08-planted", quiet=True)
-    yield lesson
-    lesson.cleanup()
-
-
 def run_chaos(lesson, pipeline, plan=PLAN):
     return chaos.run_chaos(lesson, pipeline, plan=plan, orders=100, max_per_batch=20, sink="delta",
                            name=pipeline.__name__.replace("_", "-"), keep_pipe=True)
