@@ -50,6 +50,17 @@ class Lesson:
         """This lesson's topic called ``name``, e.g. ``xo.ada.02-anatomy.orders``."""
         return self.topic_prefix + name
 
+    # ---- your login on a class broker with logins ({} on your own broker) ----
+    @property
+    def login(self) -> dict:
+        """kafka-python keyword arguments with your login: ``KafkaProducer(..., **lesson.login)``."""
+        return kafka.security(self.bootstrap)
+
+    @property
+    def spark_login(self) -> dict:
+        """Options of Spark's Kafka source and sink with your login: ``.options(**lesson.spark_login)``."""
+        return kafka.spark_security(self.bootstrap)
+
     def checkpoint(self, name: str) -> str:
         return str(self.folder / "checkpoints" / name)
 

@@ -61,3 +61,19 @@ def test_waiting_on_a_dataframe_instead_of_a_query_is_explained():
         pass
     with pytest.raises(CourseError, match="Expected a StreamingQuery"):
         streams.wait_for_batches(NotAQuery())
+
+
+def test_a_lessons_login_is_empty_on_ones_own_broker_and_the_learners_on_a_class_broker(monkeypatch, tmp_path):
+    from deliverylab.lesson import Lesson
+
+    monkeypatch.setenv("DELIVERYLAB_WORKSHOP_FILE", str(tmp_path / "none.ini"))
+    for name in ("DELIVERYLAB_BROKER", "DELIVERYLAB_KAFKA_USER", "DELIVERYLAB_KAFKA_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    own = Lesson("00-setup-and-tour", "ada", settings().bootstrap, tmp_path)
+    assert own.login == {} and own.spark_login == {}  # notebooks pass them along unchanged: no option at all
+    monkeypatch.setenv("DELIVERYLAB_BROKER", "10.0.0.5:9092")
+    monkeypatch.setenv("DELIVERYLAB_KAFKA_PASSWORD", "pw")
+    monkeypatch.setenv("DELIVERYLAB_LEARNER", "ada")
+    shared = Lesson("00-setup-and-tour", "ada", "10.0.0.5:9092", tmp_path)
+    assert shared.login["security_protocol"] == "SASL_PLAINTEXT" and shared.login["sasl_plain_username"] == "ada"
+    assert shared.spark_login["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
