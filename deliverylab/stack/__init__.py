@@ -13,6 +13,7 @@
     classarchive  the class-data-sharing archive that shortens every Spark JVM's start (made by setup)
     classbroker   the class broker for a room: SASL/SCRAM logins, prefixed ACLs (stack up --class class.txt)
     classauth     its pure side: the roster, passwords (0600), join tokens, the ACL list, client and Spark login options
+    classquota    the learners' quotas (produce and fetch byte rates, request share), set with Kafka's kafka-configs
     loginprobe    one SASL exchange on a socket: does the broker accept this login? (kafka-python only times out)
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.

@@ -8,7 +8,8 @@
 ``up`` reads the roster (one learner id per line), issues a SCRAM-SHA-512 password to every learner,
 to the board and to the instructor (admin), kept in ``.state/class-broker/passwords.json`` (0600),
 formats the broker's storage with those credentials (``kafka-storage format --add-scram``), starts
-the broker, then, as admin, grants the ACLs of stack/classauth.py and creates the class topic. A
+the broker, then, as admin, grants the ACLs of stack/classauth.py, creates the class topic and sets the
+learners' quotas of stack/classquota.py (once per storage: ``quotas.json`` records them). A
 learner added to the roster later gets a password and ACLs at the next ``up`` (the broker keeps
 running). ``join-tokens.txt`` (0600) holds the line to hand each learner:
 ``python -m deliverylab workshop join <token>``. With ``--docker`` nothing is started here: the same
@@ -35,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import broker, classauth, jars, kafka, locks, processes
+from . import broker, classauth, classquota, jars, kafka, locks, processes
 from ..config import CLASS_TOPIC, HOST, CourseError, KafkaLogin, Settings, _port, settings
 from .java import QUICK_JIT_FLAGS
 
@@ -81,7 +82,7 @@ def paths(s: Settings) -> dict[str, Path]:
     return {"dir": d, "props": d / "server.properties", "log4j": d / "log4j2.properties", "log": d / "broker.log",
             "stdout": d / "broker.out", "pid": d / "broker.pid", "lock": d / ".lock", "data": d / "data",
             "passwords": d / "passwords.json", "tokens": d / "join-tokens.txt", "address": d / "address",
-            "docker_env": d / "docker.env"}
+            "docker_env": d / "docker.env", "quotas": d / "quotas.json"}
 
 
 def _plain_jaas(password: str) -> str:
@@ -254,6 +255,7 @@ def up(roster_file: str | Path, address: str = HOST, log=print, docker: bool = F
             pid = proc.pid
             _wait_ready(s, pid, admin, started)
         grant(roster, passwords, admin)
+        set_quotas(paths_["quotas"], admin, log, docker)
         write_join_tokens(paths_["tokens"], f"{address}:{p.client}", roster, passwords)
         log(f"{len(roster)} learner login(s) and their ACLs granted; join tokens in {paths_['tokens']}")
     return status()
@@ -317,6 +319,27 @@ def _add_missing_scram(client, passwords: dict[str, str]) -> None:
                                                                           passwords[name]) for name in missing])
 
 
+def set_quotas(record: Path, admin: KafkaLogin, log=print, docker: bool = False) -> None:
+    """As admin: every learner's quota and admin's and board's exemption (stack/classquota.py), unless ``record``
+    says this broker's storage has them already. With ``--docker`` and no Java here, one line says how to."""
+    with kafka.admin(admin.broker, login=admin) as client:
+        cluster_id = client.describe_cluster()["cluster_id"]
+    if classquota.recorded(record) == classquota.wanted(cluster_id):
+        return
+    from .java import require_java
+
+    try:
+        java = require_java()
+        jars.jars("kafka")
+    except CourseError as missing:
+        if not docker:
+            raise
+        log(f"quotas NOT set (they need Kafka's kafka-configs, run from the course's jars): {missing} Then run "
+            "`stack up --class ... --docker` again.")
+        return
+    classquota.apply(java, str(jars.classpath_dir("kafka") / "*"), admin, cluster_id, record, log)
+
+
 def down(log=print) -> bool:
     s = settings()
     if not paths(s)["dir"].exists():
@@ -343,6 +366,6 @@ def wipe(log=print) -> None:
     down(log)
     s = settings()
     shutil.rmtree(paths(s)["data"], ignore_errors=True)
-    for name in ("passwords", "tokens", "address", "docker_env"):
+    for name in ("passwords", "tokens", "address", "docker_env", "quotas"):
         paths(s)[name].unlink(missing_ok=True)
     log("class broker storage and passwords deleted; `stack up --class` starts anew (new join tokens)")
