@@ -80,10 +80,9 @@ def entity_args(user: str | None) -> list[str]:
     return ["--entity-type", "users", *(["--entity-default"] if user is None else ["--entity-name", user])]
 
 
-def config_command_args(bootstrap: str, command_config: Path, user: str | None, quotas: dict[str, float]) -> list[str]:
-    """ConfigCommand's arguments that set ``quotas`` on ``user`` (None: the default user); no secret among them."""
-    return ["--bootstrap-server", bootstrap, "--command-config", str(command_config), "--alter",
-            "--add-config", add_config(quotas), *entity_args(user)]
+def alter_args(user: str | None, quotas: dict[str, float]) -> list[str]:
+    """ConfigCommand's arguments (after the login) that set ``quotas`` on ``user`` (None: the default user)."""
+    return ["--alter", "--add-config", add_config(quotas), *entity_args(user)]
 
 
 def command_config(login: KafkaLogin) -> str:
@@ -128,29 +127,43 @@ def apply(java: str, classpath: str, admin: KafkaLogin, cluster_id: str, record:
     ``record`` says they are set already on this cluster. True when it ran. The ConfigCommands run side by side."""
     if recorded(record) == wanted(cluster_id):
         return False
-    with tempfile.TemporaryDirectory(prefix="deliverylab-quotas-") as folder:
-        secret = Path(folder) / "admin.properties"
-        classauth.write_secret_file(secret, command_config(admin))
-        runs = [(user, subprocess.Popen([java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                                         "-cp", classpath, COMMAND,
-                                         *config_command_args(admin.broker, secret, user, quotas)],
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-                for user, quotas in plan()]
-        failed = []
-        for user, proc in runs:
-            try:
-                out, _ = proc.communicate(timeout=TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, _ = proc.communicate()
-            if proc.returncode != 0:
-                failed.append(f"{user or 'the default user'}: {(out or '').strip()[-600:]}")
+    failed = run_config_commands(java, classpath, admin,
+                                 {user or "the default user": alter_args(user, quotas) for user, quotas in plan()})
     if failed:
         raise CourseError("Setting the learners' quotas on the class broker failed (kafka-configs):\n"
                           + "\n".join(failed) + "\nRun `stack up --class` again; `stack status --class` shows the broker.")
     classauth.write_secret_file(record, json.dumps(wanted(cluster_id), indent=1, sort_keys=True) + "\n")
     log(f"quotas: every learner {describe()}; admin and board unlimited")
     return True
+
+
+def remove_default(java: str, classpath: str, admin: KafkaLogin) -> list[str]:
+    """Delete the default user quota (a load test's control run without quotas); what failed, if anything."""
+    return run_config_commands(java, classpath, admin, {"the default user": [
+        "--alter", "--delete-config", ",".join(sorted(QUOTAS)), *entity_args(None)]})
+
+
+def run_config_commands(java: str, classpath: str, admin: KafkaLogin, jobs: dict[str, list[str]]) -> list[str]:
+    """One ConfigCommand per job (name: its arguments after the login), side by side, logged in as ``admin`` through
+    a 0600 properties file; the failures' last lines."""
+    with tempfile.TemporaryDirectory(prefix="deliverylab-quotas-") as folder:
+        secret = Path(folder) / "admin.properties"
+        classauth.write_secret_file(secret, command_config(admin))
+        login = ["--bootstrap-server", admin.broker, "--command-config", str(secret)]
+        runs = [(name, subprocess.Popen([java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
+                                         classpath, COMMAND, *login, *args],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+                for name, args in jobs.items()]
+        failed = []
+        for name, proc in runs:
+            try:
+                out, _ = proc.communicate(timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+            if proc.returncode != 0:
+                failed.append(f"{name}: {(out or '').strip()[-600:]}")
+    return failed
 
 
 def describe() -> str:

@@ -27,15 +27,24 @@ def test_every_learner_shares_one_default_and_admin_and_board_are_exempt():
     assert classquota.UNLIMITED["request_percentage"] == 2147483647.0
 
 
-def test_kafka_configs_gets_the_entity_and_the_numbers_and_no_password(tmp_path):
-    args = classquota.config_command_args("127.0.0.1:19726", tmp_path / "admin.properties", None, classquota.QUOTAS)
-    assert args == ["--bootstrap-server", "127.0.0.1:19726", "--command-config", str(tmp_path / "admin.properties"),
-                    "--alter", "--add-config",
-                    "consumer_byte_rate=2097152,producer_byte_rate=1048576,request_percentage=25",
-                    "--entity-type", "users", "--entity-default"]
-    assert classquota.config_command_args("b:1", tmp_path / "a", "board", classquota.UNLIMITED)[-4:] == [
-        "--entity-type", "users", "--entity-name", "board"]
+def test_kafka_configs_gets_the_entity_and_the_numbers():
+    assert classquota.alter_args(None, classquota.QUOTAS) == [
+        "--alter", "--add-config", "consumer_byte_rate=2097152,producer_byte_rate=1048576,request_percentage=25",
+        "--entity-type", "users", "--entity-default"]
+    assert classquota.alter_args("board", classquota.UNLIMITED)[-4:] == ["--entity-type", "users", "--entity-name", "board"]
     assert classquota.add_config({"request_percentage": 12.5}) == "request_percentage=12.5"
+
+
+def test_the_admin_password_is_in_a_0600_file_never_on_the_command_line(tmp_path):
+    java = tmp_path / "java"  # stands in for java: keeps its arguments and the mode of the --command-config file
+    java.write_text('#!/bin/sh\nfor a; do [ "$prev" = --command-config ] && stat -c %a "$a" >> "$0.mode"; prev=$a; done\n'
+                    'echo "$@" >> "$0.args"\n')
+    java.chmod(0o755)
+    admin = KafkaLogin("127.0.0.1:19726", "admin", "s3cret-pw", mechanism="PLAIN")
+    assert classquota.run_config_commands(str(java), "jars/*", admin, {"x": classquota.alter_args(None, {"a": 1})}) == []
+    args = (tmp_path / "java.args").read_text()
+    assert "kafka.admin.ConfigCommand --bootstrap-server 127.0.0.1:19726 --command-config" in args
+    assert "s3cret-pw" not in args and (tmp_path / "java.mode").read_text().strip() == "600"
 
 
 def test_the_admin_login_goes_in_a_properties_file():
