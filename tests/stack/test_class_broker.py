@@ -3,7 +3,8 @@
 One class broker for the module (tests/stack/conftest.py's ``room``), from the course's jars, on ports of
 its own (never the course broker's 9092-9095) and in a state folder of its own; real kafka-python clients
 log in as two learners (ada and bob), the board, and with a wrong password. Every refusal must be Kafka's authorization error turned
-into one CourseError line.
+into one CourseError line. The learners' quotas (stack/classquota.py): a runaway producer is held to its byte rate,
+a lesson's burst is not throttled.
 """
 from __future__ import annotations
 
@@ -258,3 +259,56 @@ def test_the_login_probe_tells_a_refused_password_from_an_accepted_one(room):
     assert loginprobe.refused(admin.broker, admin) is False  # PLAIN on the loopback listener
     assert loginprobe.refused(admin.broker, replace(admin, password="nope")) is True
     assert loginprobe.refused(admin.broker, ada) is None  # SCRAM is not enabled on INTERNAL: cannot tell
+
+
+def test_a_learners_runaway_producer_is_held_to_her_quota_and_a_lesson_burst_is_not(room):
+    """The default user quota (stack/classquota.py), set by `stack up --class`: eve's producer loop, flat out, gets
+    about PRODUCER_BYTE_RATE over the broker's 10 s window (Kafka lets ~10 s of the quota through at once, then
+    delays its responses); her first lesson-sized burst, and bob's while she floods, are not throttled at all."""
+    import threading
+
+    from deliverylab.orders import encode, generate_orders
+    from deliverylab.stack import classquota
+    from deliverylab.workshop.roomload import abandon, flood, throttle_ms
+
+    roster = room.state / "class.txt"
+    roster.write_text("ada\nbob\neve\n")
+    classbroker.up(roster, log=lambda m: None)  # eve joins; the quotas are set already (quotas.json): no JVM
+    eve = KafkaLogin(room.bootstrap, "eve", classauth.read_passwords(classbroker.paths(config.settings())["passwords"])["eve"])
+    bob = room.login("bob")
+
+    def lesson_burst(login: KafkaLogin, topic: str) -> tuple[float, float]:
+        """300 orders as orders.produce sends them: seconds taken, largest throttle the broker asked for."""
+        kafka.ensure_topic(room.bootstrap, topic, partitions=3, login=login)
+        producer = KafkaProducer(bootstrap_servers=room.bootstrap, acks="all", linger_ms=50, batch_size=1 << 20,
+                                 **classauth.client_options(login))
+        try:
+            started = time.monotonic()
+            for order in generate_orders(300):
+                producer.send(topic, key=order["order_id"].encode(), value=encode(order))
+            producer.flush(timeout=30)
+            return time.monotonic() - started, throttle_ms(producer.metrics())
+        finally:
+            producer.close(timeout=2)
+
+    took, throttled = lesson_burst(eve, "xo.eve.04-at-least-once.orders")
+    assert throttled == 0 and took < 5, (took, throttled)
+
+    topic = "xo.eve.runaway"
+    kafka.ensure_topic(room.bootstrap, topic, partitions=1, login=eve)
+    producer = KafkaProducer(bootstrap_servers=room.bootstrap, acks="all", linger_ms=5, batch_size=64 * 1024,
+                             **classauth.client_options(eve))
+    bobs: list[tuple[float, float]] = []
+    beside = threading.Timer(3.0, lambda: bobs.append(lesson_burst(bob, "xo.bob.04-at-least-once.orders")))
+    beside.start()
+    try:
+        acked, elapsed = flood(producer, topic, 7.0)  # 16 KB records, flat out
+        eve_throttled = throttle_ms(producer.metrics())
+    finally:
+        abandon(producer)  # what she still has in flight, the broker would hold back for seconds more
+        beside.join(timeout=30)
+    rate = acked / classquota.window_seconds(elapsed)  # what the broker measures
+    assert 0.5 * classquota.PRODUCER_BYTE_RATE <= rate <= 1.5 * classquota.PRODUCER_BYTE_RATE, (acked, elapsed)
+    assert eve_throttled > 0  # the broker told her to wait (~1 s a response): the quota, not the machine, held her
+    (bob_took, bob_throttled), = bobs
+    assert bob_throttled == 0 and bob_took < 5, (bob_took, bob_throttled)  # his own share, untouched
