@@ -159,7 +159,7 @@ def report(runs: list[Run], learners: int, seconds: float, machine: str, runaway
            quotas: str = "with the learners' quotas") -> list[str]:
     lines = [f"room load: {learners} learners, {seconds:g} s a run, one class broker on loopback {quotas}; {machine}",
              "(records: orders acknowledged; p50/p99: send to acknowledgement; CPU: the broker's, % of one core; "
-             "thr ms: the largest throttle a calm learner saw)", HEADER]
+             "thr ms: the largest throttle any simulated learner's producer or consumer was told to wait)", HEADER]
     lines += [run.line() for run in runs]
     for run in runs:
         if run.errors:
@@ -238,7 +238,7 @@ def _relay(login: KafkaLogin, topic: str, start: int) -> int:
         producer.close(timeout=5)
 
 
-def _read(login: KafkaLogin, topic: str, group: str) -> int:
+def _read(login: KafkaLogin, topic: str, group: str) -> tuple[int, float]:
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(topic, bootstrap_servers=login.broker, group_id=group, auto_offset_reset="earliest",
@@ -249,7 +249,7 @@ def _read(login: KafkaLogin, topic: str, group: str) -> int:
             got = sum(len(batch) for batch in consumer.poll(timeout_ms=500).values())
             seen, quiet = seen + got, (quiet + 1 if got == 0 and seen else 0)
         consumer.commit()
-        return seen
+        return seen, throttle_ms(consumer.metrics())
     finally:
         consumer.close(autocommit=False)
 
@@ -286,7 +286,8 @@ def _learner(login: KafkaLogin, until: float, out: dict, lock: threading.Lock, s
                 elif name == "relay":
                     out["relayed"] += result
                 elif name == "read":
-                    out["read"] += result
+                    out["read"] += result[0]
+                    throttled = max(throttled, result[1])
         cycle += 1
         time.sleep(rng.uniform(*THINK_S))
     with lock:
