@@ -10,8 +10,9 @@ Kafka's client quotas (Kafka's documentation, Design > Quotas; the names and typ
 
 The most specific quota wins: ``/config/users/<user>`` before ``/config/users/<default>``. The broker
 measures a user's rate over ``quota.window.num`` (11) samples of ``quota.window.size.seconds`` (1 s), and
-over no less than 10 s even when the user has just started, so a burst passes unthrottled up to about ten
-seconds' worth of the quota (:func:`free_burst_bytes`). Above that the broker delays its response and mutes
+over no less than 10 s even when the user has just started or was idle (Kafka's ``Rate.windowSize`` pads the
+window to samples - 1 whole windows), so a burst passes unthrottled up to about ten seconds' worth of the quota
+(:func:`free_burst_bytes`). Above that the broker delays its response and mutes
 the connection for as long as it takes to bring the rate back to the quota: a client over its quota waits;
 it gets no error.
 
