@@ -142,3 +142,17 @@ def test_clearing_a_run_removes_its_topic_and_folders_and_nothing_else(tmp_path,
     assert executors.clear_run(lesson, "run") == "xo.ada.09.run"
     assert deleted == ["xo.ada.09.run"]
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == ["checkpoints", "tables", "tables/other"]
+
+
+def test_a_flush_that_cannot_finish_counts_as_a_failed_send_instead_of_waiting_for_ever():
+    from kafka.errors import KafkaTimeoutError
+
+    waited, failures = [], []
+
+    class Stuck:  # a partition whose only copy died: kafka-python's flush() alone would never return
+        def flush(self, timeout=None):
+            waited.append(timeout)
+            raise KafkaTimeoutError("Timeout after waiting for 45 secs.")
+
+    leaders._flush_within(Stuck(), lambda error: failures.append(type(error).__name__))
+    assert waited == [leaders.FLUSH_TIMEOUT_S] and failures == ["KafkaTimeoutError"]

@@ -23,6 +23,9 @@ SAFE_PRODUCER = {"acks": "all", "enable_idempotence": True}
 #: the topic settings of the lesson: three copies, and a write needs two of them in sync
 SAFE_TOPIC = {"replication_factor": 3, "min.insync.replicas": "2"}
 ISR_TIMEOUT_S = 45
+#: How long the producer may take to deliver what it holds: its delivery timeout (30 s, see producer()) and some.
+#: A partition whose only copy died has no leader to send to; kafka-python's flush() alone could wait for ever.
+FLUSH_TIMEOUT_S = 45
 
 
 def quiet(message: str) -> None:
@@ -142,7 +145,7 @@ def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, 
             sender.send(topic, key=order["order_id"].encode(), value=orders.encode(order)).add_errback(failed)
             if n % 20 == 19:
                 time.sleep(0.02)  # a steady stream, not one burst
-        sender.flush()
+        _flush_within(sender, failed)
     finally:
         sender.close(timeout=10)
     result.error = ", ".join(sorted(set(failures))) or None
@@ -151,6 +154,16 @@ def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, 
         brokers.restart_broker(result.killed, log=log)  # before reading: a partition with one copy needs it back
     result.in_topic = ledger.reconcile(result.produced, ledger.read_kafka_topic(bootstrap, topic), label="topic")
     return result
+
+
+def _flush_within(sender, failed) -> None:
+    """Wait for the producer's sends, at most FLUSH_TIMEOUT_S; what is still undelivered then counts as failed."""
+    from kafka.errors import KafkaTimeoutError
+
+    try:
+        sender.flush(timeout=FLUSH_TIMEOUT_S)
+    except KafkaTimeoutError as error:
+        failed(error)
 
 
 def live_address(dead: int | None) -> str:
