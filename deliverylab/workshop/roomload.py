@@ -300,7 +300,7 @@ def _reset(login: KafkaLogin, group: str, topics: list[str]) -> None:
     from ..stack import kafka
 
     with kafka.admin(login.broker, login=login) as client:
-        client.delete_consumer_groups([group])
+        client.delete_groups([group])
     if topics:
         kafka.delete_topics(login.broker, topics, login=login)
 
