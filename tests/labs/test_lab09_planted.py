@@ -57,12 +57,14 @@ def test_idempotency_keys_with_a_real_executor_kill(on_the_clusters, name):
 # ---------------------------------------------------------------- exercise 2: settings that survive a leader's death
 
 SAFE_TOPIC = {"replication_factor": 3, "min.insync.replicas": "2"}
+# "one copy" (replication_factor 1) is planted in tests/modules/test_m09_lab.py only: run for real here, with the
+# leader of the only copy killed, the stream over the topic once did not drain within 120 s and the next test's
+# query.stop() hung (a fresh clone, 2026-11-26); the check itself FAILs it on the topic's settings alone.
 SETTINGS = {  # name: (producer settings, topic settings, right?)
     "the lesson's": ({"acks": "all", "enable_idempotence": True}, SAFE_TOPIC, True),
     "kafka-python 3's defaults left in place": ({}, SAFE_TOPIC, True),
     "acks=1": ({"acks": 1}, SAFE_TOPIC, False),
     "idempotence off": ({"acks": "all", "enable_idempotence": False}, SAFE_TOPIC, False),
-    "one copy": ({"acks": "all"}, {"replication_factor": 1}, False),
     "min.insync.replicas=1": ({"acks": "all"}, {"replication_factor": 3, "min.insync.replicas": "1"}, False),
 }
 
