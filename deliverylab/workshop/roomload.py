@@ -13,7 +13,8 @@ linger 50 ms, like orders.produce), send a progress event to the class topic, re
 recreate the topics) and think for 2-5 s. The board reads the class topic every 2 s as the board login.
 Reported: p50/p99 of the produce latency (send to acknowledgement, per record), errors, the broker's CPU and RSS
 (from /proc of its pid), the board's refresh time. The second run adds one learner, ``runaway``, whose producer
-sends 16 KB records as fast as it can: the quotas (stack/classquota.py) should keep the others' p99 within 2x.
+sends 16 KB records as fast as it can: the quotas (stack/classquota.py) should keep the others' p99 within 2x of
+the calm runs' (by default a calm run before and one after, since a run's p99 also depends on what ran before).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..config import CLASS_TOPIC, HOST, KafkaLogin
+from ..stack.classauth import client_options
 
 BURST = 300
 RELAY_BATCH, RELAY_BATCHES = 50, 2
@@ -117,7 +119,7 @@ def verdict(calm_p99: float, runaway_p99: float, limit: float = LIMIT) -> str:
         return "verdict: no calm run to compare with"
     ratio = runaway_p99 / calm_p99
     word = "PASS" if ratio <= limit else "FAIL"
-    return (f"verdict: the others' p99 with a runaway is {ratio:.2f}x the calm run's (limit {limit:g}x): {word}")
+    return f"verdict: the others' p99 with a runaway is {ratio:.2f}x the calm run's (limit {limit:g}x): {word}"
 
 
 @dataclass
@@ -168,9 +170,24 @@ def report(runs: list[Run], learners: int, seconds: float, machine: str, runaway
         rate = runaway["bytes"] / max(runaway["seconds"], 1e-9) / (1 << 20)
         lines.append(f"runaway learner: {runaway['bytes'] / (1 << 20):.1f} MiB acknowledged in {runaway['seconds']:.0f} s "
                      f"= {rate:.2f} MiB/s, throttled up to {runaway['throttled_ms']:.0f} ms a response")
-    if len(runs) == 2:
-        lines.append(verdict(percentile(runs[0].latencies_ms, 99), percentile(runs[1].latencies_ms, 99)))
+    calm = [percentile(r.latencies_ms, 99) for r in runs if not r.name.startswith(RUNAWAY)]
+    loud = [percentile(r.latencies_ms, 99) for r in runs if r.name.startswith(RUNAWAY)]
+    if calm and loud:  # against the calm runs' mean: a run's p99 also depends on what ran before it
+        lines.append(verdict(sum(calm) / len(calm), sum(loud) / len(loud)))
     return lines
+
+
+def phases(text: str) -> list[tuple[str, bool]]:
+    """``calm,runaway,calm`` as (run name, with a runaway?) pairs, repeated names numbered: calm 1, runaway, calm 2."""
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    if not kinds or any(k not in ("calm", RUNAWAY) for k in kinds):
+        raise SystemExit(f"--runs takes calm and runaway, separated by commas, e.g. calm,runaway,calm (not {text!r})")
+    seen: Counter = Counter()
+    named = []
+    for k in kinds:
+        seen[k] += 1
+        named.append((f"{k} {seen[k]}" if kinds.count(k) > 1 else k, k == RUNAWAY))
+    return named
 
 
 def machine() -> str:
@@ -184,19 +201,13 @@ def machine() -> str:
 # --------------------------------------------------------------------------- a simulated learner (in a worker process)
 
 
-def _client_options(login: KafkaLogin) -> dict:
-    from ..stack import classauth
-
-    return classauth.client_options(login)
-
-
 def _burst(login: KafkaLogin, topic: str, start: int, latencies: list[float]) -> float:
     from kafka import KafkaProducer
 
     from ..orders import encode, generate_orders
 
     producer = KafkaProducer(bootstrap_servers=login.broker, acks="all", linger_ms=50, batch_size=1 << 20,
-                             **_client_options(login))
+                             **client_options(login))
     try:
         for order in generate_orders(BURST, start=start):
             sent = time.perf_counter()
@@ -213,7 +224,7 @@ def _event(login: KafkaLogin, cycle: int) -> None:
 
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=login.broker, **_client_options(login))
+    producer = KafkaProducer(bootstrap_servers=login.broker, **client_options(login))
     try:
         event = {"learner": login.username, "kind": "progress", "module": "roomload", "cycle": cycle}
         producer.send(CLASS_TOPIC, key=login.username.encode(), value=json.dumps(event).encode()).get(timeout=30)
@@ -225,7 +236,7 @@ def _relay(login: KafkaLogin, topic: str, start: int) -> int:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=login.broker, transactional_id=f"xo.{login.username}.roomload.relay",
-                             **_client_options(login))
+                             **client_options(login))
     try:
         producer.init_transactions()
         for batch in range(RELAY_BATCHES):
@@ -242,7 +253,7 @@ def _read(login: KafkaLogin, topic: str, group: str) -> tuple[int, float]:
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(topic, bootstrap_servers=login.broker, group_id=group, auto_offset_reset="earliest",
-                             enable_auto_commit=False, **_client_options(login))
+                             enable_auto_commit=False, **client_options(login))
     try:
         seen, deadline, quiet = 0, time.monotonic() + 15, 0
         while time.monotonic() < deadline and quiet < 3:
@@ -335,7 +346,7 @@ def runaway_process(bootstrap: str, password: str, seconds: float) -> dict:
     topic = f"xo.{RUNAWAY}.roomload.flood"
     kafka.ensure_topic(bootstrap, topic, partitions=3, login=login)
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, batch_size=256 * 1024,
-                             **_client_options(login))
+                             **client_options(login))
     try:
         sent, took = flood(producer, topic, seconds)
         return {"bytes": sent, "seconds": took, "throttled_ms": throttle_ms(producer.metrics())}
@@ -453,7 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learners", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60, help="length of each run (calm, then with a runaway)")
     parser.add_argument("--workers", type=int, default=3, help="processes the simulated learners are spread over")
-    parser.add_argument("--calm-only", action="store_true", help="skip the run with a runaway learner")
+    parser.add_argument("--runs", default="calm,runaway,calm",
+                        help="the runs, in order (default calm,runaway,calm: the verdict compares with both calm runs)")
     parser.add_argument("--without-quotas", action="store_true",
                         help="a control: remove the learners' default quota before the runs")
     args = parser.parse_args(argv)
@@ -468,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
             room = start_room(names, folder, quotas=not args.without_quotas)
             sampler = Sampler(room["pid"])
             sampler.start()
-            for name, runaway in (("calm", False), ("runaway", True))[: 1 if args.calm_only else 2]:
+            for name, runaway in phases(args.runs):
                 print(f"{name} run: {args.learners} learners for {args.seconds:g} s ...", flush=True)
                 run, got = measure(name, room, names, args.seconds, args.workers, sampler, runaway)
                 runs.append(run)

@@ -53,3 +53,16 @@ def test_the_report_has_a_line_per_run_the_runaway_and_the_verdict():
     assert "read: KafkaTimeoutError x2" in lines[-3]
     assert lines[-2] == "runaway learner: 70.0 MiB acknowledged in 60 s = 1.17 MiB/s, throttled up to 2400 ms a response"
     assert lines[-1].endswith("1.50x the calm run's (limit 2x): PASS")
+
+
+def test_runs_are_named_in_order_and_the_verdict_uses_every_calm_run():
+    assert roomload.phases("calm,runaway,calm") == [("calm 1", False), ("runaway", True), ("calm 2", False)]
+    assert roomload.phases("calm") == [("calm", False)]
+    import pytest
+
+    with pytest.raises(SystemExit, match="--runs takes calm and runaway"):
+        roomload.phases("calm,flood")
+    runs = [roomload.Run(name, 60) for name in ("calm 1", "runaway", "calm 2")]
+    for run, p99 in zip(runs, (100.0, 240.0, 140.0)):
+        run.latencies_ms = [10.0] * 98 + [p99] * 2
+    assert roomload.report(runs, 30, 60, "m", None)[-1].endswith("2.00x the calm run's (limit 2x): PASS")
