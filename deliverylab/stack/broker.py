@@ -204,10 +204,11 @@ def shared_broker_error(s: Settings) -> CourseError:
     leave = ("unset DELIVERYLAB_BROKER" if s.shared_source == "DELIVERYLAB_BROKER"
              else "run `python -m deliverylab workshop leave`")
     if s.kafka_login is None and kafka.listening(s.bootstrap):
-        return CourseError(
-            f"The shared Kafka broker at {s.bootstrap} (set by {s.shared_source}) accepts connections but answers no "
-            "Kafka request without a login: your instructor's broker has logins. Ask them for your join token and "
-            f"run `python -m deliverylab workshop join <token>`. To use a broker of your own instead, {leave}."
+        return CourseError(  # a broker with logins, or one that is still starting: a TCP probe cannot tell
+            f"The shared Kafka broker at {s.bootstrap} (set by {s.shared_source}) accepts connections but answered no "
+            "Kafka request without a login. If your instructor's broker has logins, ask them for your join token "
+            "and run `python -m deliverylab workshop join <token>`; if it is still starting, try again in a minute. "
+            f"To use a broker of your own instead, {leave}."
         )
     return CourseError(
         f"The shared Kafka broker at {s.bootstrap} (set by {s.shared_source}) does not answer. Check that the "

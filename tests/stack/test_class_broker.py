@@ -244,7 +244,7 @@ def test_a_learner_without_a_password_is_told_to_ask_for_her_join_token(room, mo
     monkeypatch.setenv("DELIVERYLAB_BROKER", room.bootstrap)  # the address alone, as before logins
     monkeypatch.setenv("DELIVERYLAB_LEARNER", "ada")
     line = str(broker.shared_broker_error(config.settings()))
-    assert "answers no Kafka request without a login" in line and "workshop join <token>" in line
+    assert "answered no Kafka request without a login" in line and "workshop join <token>" in line
 
 
 def test_the_login_probe_tells_a_refused_password_from_an_accepted_one(room):
