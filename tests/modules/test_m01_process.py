@@ -88,6 +88,7 @@ def poll_some(consumer, timeout_s=30) -> dict:
     raise AssertionError("no records polled")
 
 
+@pytest.mark.stack
 def test_a_group_is_stable_only_once_joined(lesson):
     consumer = consumer_for(lesson, f"{lesson.topic_prefix}stable")
     try:
@@ -98,6 +99,7 @@ def test_a_group_is_stable_only_once_joined(lesson):
         consumer.close(autocommit=False)
 
 
+@pytest.mark.stack
 def test_put_back_makes_the_next_poll_return_the_same_records(lesson):
     consumer = consumer_for(lesson, f"{lesson.topic_prefix}put-back", knows_partitions_first=True)
     try:
@@ -127,6 +129,7 @@ def _stuck_rebalancing(consumer) -> bool:
     return True
 
 
+@pytest.mark.stack
 def test_polling_alone_never_settles_a_group_stuck_rebalancing_but_put_back_does(lesson):
     consumer = consumer_for(lesson, f"{lesson.topic_prefix}stuck")
     try:
@@ -169,12 +172,14 @@ def _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, group: str, al
     return events
 
 
+@pytest.mark.stack
 def test_the_loop_gets_through_a_group_stuck_rebalancing(lesson, monkeypatch):
     events = _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, f"{lesson.topic_prefix}loop", always=False)
     assert [e["event"] for e in events].count("put_back") >= 1
     assert events[-1] == {"event": "end", "reason": "drained", "batches": 3, "records": ORDERS}
 
 
+@pytest.mark.stack
 def test_the_loop_stops_with_a_clear_error_if_the_group_never_settles(lesson, monkeypatch):
     monkeypatch.setattr(process, "MAX_PUT_BACKS", 5)
     with pytest.raises(CourseError, match="kept rebalancing: 5 batches in a row"):
