@@ -18,6 +18,10 @@ NBVAL := $(NBVAL_ONE_BY_ONE) -n $(NBVAL_WORKERS) --dist loadscope
 # Module 09 runs on the local Spark and Kafka clusters (course.CLUSTER_MODULES): `make test-cluster` runs
 # its notebooks, one at a time; `make test` runs its unit tests and the cluster smoke only.
 CLUSTER_NOTEBOOKS := --ignore-glob='*/09-*.ipynb'
+# Lessons 01, 04 and 06 run a second time as learner ada who joined a class broker with logins, ACLs and
+# quotas (stack/classrun.py), once the course's broker is stopped: nothing can quietly use it instead.
+LOGIN_NOTEBOOKS := notebooks/01-three-guarantees.ipynb notebooks/04-at-least-once.ipynb notebooks/06-kafka-end-to-end.ipynb
+NBVAL_AS_A_LEARNER := $(subst -p deliverylab.stack.nbcapture,,$(NBVAL))
 # Unit tests run UNIT_WORKERS at a time, a file per worker: the crash-point grid (tests/crashlab/test_chaos.py)
 # keeps both cores busy for minutes while the other tests, which mostly wait on the broker, use about
 # half a core; side by side they finish about a minute sooner. The test that stops and starts a
@@ -63,7 +67,8 @@ update:
 	$(MAKE) --no-print-directory setup
 	$(PY) -m deliverylab mywork
 
-## test: setup, then pytest, nbval over every notebook, and the browser test; the broker is stopped at the end
+## test: setup, then pytest, nbval over every notebook, and the browser test; the broker is stopped at the end,
+## then lessons 01, 04 and 06 run again under nbval as a learner logged in to a class broker with ACLs
 ## (DELIVERYLAB_REDUCED=1: the capstone's matrix runs a sample of its variants; DELIVERYLAB_STANDBY_WARM_UP=0:
 ## standby drivers skip their warm-up, which only takes CPU from the tests on two busy cores; see deliverylab/config.py)
 test: setup
@@ -75,6 +80,7 @@ test: setup
 	$(PYTEST) tests/browser -m "not run_all" || status=1; \
 	$(PY) -m deliverylab.stack.nbcapture; \
 	$(PY) -m deliverylab stack down; \
+	DELIVERYLAB_REDUCED=1 $(PY) -m deliverylab.stack.classrun --learner ada -- $(PYTEST) $(NBVAL_AS_A_LEARNER) $(LOGIN_NOTEBOOKS) || status=1; \
 	exit $$status
 
 ## test-labs: every lab's checks against wrong answers planted in the shapes learners write them, each run

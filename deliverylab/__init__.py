@@ -31,6 +31,7 @@ The machine (stack/: imports no course code)
                  cluster: master + 2 workers), brokers (a three-broker Kafka cluster),
                  classbroker (a room's broker with logins and ACLs) + classauth (its roster, passwords,
                  join tokens, ACL list and client login options), loginprobe (is a login refused?),
+                 classrun (a command run as a learner logged in to a class broker of its own),
                  locks (one holder at a time, across processes)
 
 The crash lab (crashlab/)

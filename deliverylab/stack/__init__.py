@@ -14,6 +14,7 @@
     classbroker   the class broker for a room: SASL/SCRAM logins, prefixed ACLs (stack up --class class.txt)
     classauth     its pure side: the roster, passwords (0600), join tokens, the ACL list, client and Spark login options
     classquota    the learners' quotas (produce and fetch byte rates, request share), set with Kafka's kafka-configs
+    classrun      a command run as a learner who joined a class broker of its own (make test's lessons 01, 04, 06)
     loginprobe    one SASL exchange on a socket: does the broker accept this login? (kafka-python only times out)
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.
