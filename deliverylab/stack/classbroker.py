@@ -3,7 +3,7 @@
     python -m deliverylab stack up --class class.txt --address 192.168.1.20
     python -m deliverylab stack status --class
     python -m deliverylab stack down --class          # also: stack wipe --class
-    python -m deliverylab stack up --class class.txt --address 192.168.1.20 --docker   # docker/class-broker-logins.yaml
+    python -m deliverylab stack up --class class.txt --address 192.168.1.20 --docker   # docker/class-broker.yaml
 
 ``up`` reads the roster (one learner id per line), issues a SCRAM-SHA-512 password to every learner,
 to the board and to the instructor (admin), kept in ``.state/class-broker/passwords.json`` (0600),
@@ -13,7 +13,7 @@ learners' quotas of stack/classquota.py (once per storage: ``quotas.json`` recor
 learner added to the roster later gets a password and ACLs at the next ``up`` (the broker keeps
 running). ``join-tokens.txt`` (0600) holds the line to hand each learner:
 ``python -m deliverylab workshop join <token>``. With ``--docker`` nothing is started here: the same
-broker runs from docker/class-broker-logins.yaml, with the admin password of ``docker.env`` (0600), and ``up``
+broker runs from docker/class-broker.yaml, with the admin password of ``docker.env`` (0600), and ``up``
 grants the credentials (through the Admin API: that storage was formatted without them) and the ACLs.
 
 Listeners (P = DELIVERYLAB_CLASS_PORT, default 9092; the course's own broker is left alone):
@@ -220,7 +220,7 @@ def status() -> ClassStatus:
 
 def up(roster_file: str | Path, address: str = HOST, log=print, docker: bool = False) -> ClassStatus:
     """Start the class broker (or, when it runs, add the roster's new learners); return once the ACLs are granted.
-    ``docker``: start nothing; grant on the broker of docker/class-broker-logins.yaml (a CourseError says how to start it)."""
+    ``docker``: start nothing; grant on the broker of docker/class-broker.yaml (a CourseError says how to start it)."""
     s, p = settings(), ports()
     paths_ = paths(s)
     roster = classauth.read_roster(Path(roster_file))
@@ -267,8 +267,8 @@ def _docker_broker(env_file: Path, address: str, admin_password: str, admin: Kaf
                                           f"DELIVERYLAB_CLASS_ADMIN_PASSWORD={admin_password}\n")
     if not kafka.answers(admin.broker, timeout_s=3, login=admin):
         raise CourseError(f"No class broker answers the admin login on {admin.broker} yet. Start it with `docker compose "
-                          f"--env-file {env_file} -f docker/class-broker-logins.yaml up -d`, wait until `docker compose -f "
-                          "docker/class-broker-logins.yaml ps` says healthy, then run this command again.")
+                          f"--env-file {env_file} -f docker/class-broker.yaml up -d`, wait until `docker compose -f "
+                          "docker/class-broker.yaml ps` says healthy, then run this command again.")
 
 
 def _free(address: str, port: int) -> bool:

@@ -153,7 +153,7 @@ def test_the_docker_way_says_how_to_start_the_broker_first(monkeypatch, tmp_path
     monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path / "state"))
     monkeypatch.setenv("DELIVERYLAB_CLASS_PORT", "19990")  # nothing listens on its INTERNAL port, 19996
     (tmp_path / "class.txt").write_text("ada\n")
-    with pytest.raises(CourseError, match="docker compose --env-file .*docker.env -f docker/class-broker-logins.yaml up -d"):
+    with pytest.raises(CourseError, match="docker compose --env-file .*docker.env -f docker/class-broker.yaml up -d"):
         classbroker.up(tmp_path / "class.txt", "192.168.1.20", log=lambda m: None, docker=True)
     env_file = classbroker.paths(config.settings())["docker_env"]
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600

@@ -111,7 +111,7 @@ def check_flaky(env: dict[str, str], bootstrap: str, monkeypatch) -> None:
     assert (s.broker_host, int(bootstrap.rpartition(":")[2])) in advertised.values()
 
 
-@pytest.mark.parametrize("name", ["compose.yaml", "class-broker.yaml", "class-broker-logins.yaml"])
+@pytest.mark.parametrize("name", ["compose.yaml", "class-broker.yaml"])
 def test_the_compose_files_follow_the_compose_specification(name):
     schema = json.loads((Path(__file__).parent / "data" / "compose-spec.json").read_text())
     problems = [f"{'/'.join(map(str, e.path))}: {e.message}"
@@ -186,30 +186,21 @@ def test_the_build_context_leaves_out_local_state():
     assert {".git", ".venv", ".state", "workshop.ini"} <= set(ignored)
 
 
-def test_the_class_broker_is_published_only_where_the_instructor_says(monkeypatch):
-    service = compose("class-broker.yaml")["services"]["kafka"]
-    main = compose("compose.yaml")["services"]["kafka"]
-    assert service["image"] == main["image"] and service.get("mem_limit") and service.get("healthcheck")
-    with pytest.raises(KeyError, match="DELIVERYLAB_CLASS_ADDRESS"):
-        published(service)  # no default address: never 0.0.0.0 by accident
-    room = {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20"}
-    assert {ip for ip, _, _ in published(service, room)} == {"192.168.1.20"}
-    env = kafka_env(service, room)
-    check_course_broker(env)
-    check_flaky(env, "192.168.1.20:9092", monkeypatch)
-    assert listeners(env["KAFKA_ADVERTISED_LISTENERS"])["CLASS"] == ("192.168.1.20", 9092)
-
-
 def server_property(variable: str) -> str:
     """The apache/kafka image's name rule, backwards: KAFKA_A_B -> a.b, __ -> _, ___ -> - (its docker/README)."""
     return variable[len("KAFKA_"):].lower().replace("___", "-").replace("__", "\0").replace("_", ".").replace("\0", "_")
 
 
-def test_the_docker_class_broker_with_logins_is_the_one_of_stack_up_class(monkeypatch, tmp_path):
-    """Both ways of starting the class broker with logins log everyone in the same way and trust only admin."""
+def test_the_docker_class_broker_is_the_one_of_stack_up_class_published_only_where_the_instructor_says(
+        monkeypatch, tmp_path):
+    """Both ways of starting the class broker log everyone in the same way and trust only admin; the class
+    network gets only the listeners that ask for a login."""
     monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
-    service = compose("class-broker-logins.yaml")["services"]["kafka"]
+    service = compose("class-broker.yaml")["services"]["kafka"]
     assert service["image"] == compose("compose.yaml")["services"]["kafka"]["image"] and service.get("mem_limit")
+    assert service.get("healthcheck")
+    with pytest.raises(KeyError, match="DELIVERYLAB_CLASS_ADDRESS"):
+        published(service)  # no default address: never 0.0.0.0 by accident
     with pytest.raises(KeyError, match="DELIVERYLAB_CLASS_ADMIN_PASSWORD"):
         kafka_env(service, {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20"})
     room = {"DELIVERYLAB_CLASS_ADDRESS": "192.168.1.20", "DELIVERYLAB_CLASS_ADMIN_PASSWORD": "adm"}
@@ -219,6 +210,7 @@ def test_the_docker_class_broker_with_logins_is_the_one_of_stack_up_class(monkey
     env = kafka_env(service, room)
     check_course_broker(env)
     check_flaky(env, "192.168.1.20:9092", monkeypatch)
+    assert listeners(env["KAFKA_ADVERTISED_LISTENERS"])["CLASS"] == ("192.168.1.20", 9092)
     docker = {server_property(k): str(v) for k, v in env.items() if k.startswith("KAFKA_") and k != "KAFKA_HEAP_OPTS"}
     jars = dict(line.split("=", 1) for line in classbroker.server_properties(
         config.settings(), "192.168.1.20", classbroker.Ports(9092), "adm").splitlines()
