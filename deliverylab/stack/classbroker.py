@@ -138,6 +138,17 @@ def admin_login(s: Settings | None = None, p: Ports | None = None) -> KafkaLogin
     return KafkaLogin(broker=f"{HOST}:{p.internal}", username=classauth.ADMIN, password=password, mechanism="PLAIN")
 
 
+def board_login(s: Settings | None = None) -> KafkaLogin:
+    """The class board's login (read-only on the class topic), at the address learners use: ``board --class``."""
+    s = s or settings()
+    password = classauth.read_passwords(paths(s)["passwords"]).get(classauth.BOARD)
+    if not password:
+        raise CourseError("No class broker was started on this machine, so there is no board login: start it with "
+                          "`python -m deliverylab stack up --class class.txt --address YOUR-ADDRESS`, or leave out "
+                          "--class and give the broker with --broker HOST:PORT.")
+    return KafkaLogin(broker=status().bootstrap, username=classauth.BOARD, password=password)
+
+
 def _java_cmd(s: Settings, java: str, main: str, *args: str, heap: str = HEAP) -> list[str]:
     p = paths(s)
     return [java, f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC", *QUICK_JIT_FLAGS, "-Djava.awt.headless=true",

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import course
-from ..config import CLASS_TOPIC, CourseError, learner_id, settings
+from ..config import CLASS_TOPIC, CourseError, settings
 from . import feed
 
 VERDICT_CODES = {"exactly-once": "EO", "at-least-once": "ALO", "at-most-once": "AMO", "lost and duplicated": "L+D"}
@@ -195,17 +195,21 @@ def render_module(board: Board, module: str, now: datetime | None = None) -> str
 
 
 def read_roster(path: str | None) -> list[str]:
-    """Learner ids expected in class, one per line (so the board can show who has not started)."""
+    """Learner ids expected in class (so the board can show who has not started): the class broker's roster,
+    read and checked as ``stack up --class`` reads it (stack/classauth.py), so both name the same learners."""
     if not path:
         return []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return sorted({learner_id(line) for line in lines if line.strip() and not line.lstrip().startswith("#")})
+    from ..stack import classauth
+
+    return sorted(classauth.read_roster(Path(path)))
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m deliverylab board",
                                      description="The class board: every learner's progress on the shared broker.")
     parser.add_argument("--broker", help="host:port of the class broker (default: the course's broker setting)")
+    parser.add_argument("--class", dest="class_broker", action="store_true",
+                        help="the class broker this machine started (`stack up --class`), logged in as board")
     parser.add_argument("--module", help="show one module in detail, e.g. 03 or 03-at-most-once")
     parser.add_argument("--all-modules", action="store_true", help="a column for every module, opened or not")
     parser.add_argument("--roster", help="a file of expected learner ids, one per line (shows who has not started)")
@@ -227,18 +231,19 @@ def _module_arg(text: str | None) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     module = _module_arg(args.module)
-    bootstrap = args.broker or settings().bootstrap
-    board = Board(read_roster(args.roster))
-    from ..stack import kafka
+    from ..stack import classbroker, kafka
 
-    if not kafka.answers(bootstrap):
+    login = classbroker.board_login() if args.class_broker else None
+    bootstrap = login.broker if login else (args.broker or settings().bootstrap)
+    board = Board(read_roster(args.roster))
+    if not kafka.answers(bootstrap, login=login):
         raise CourseError(f"No Kafka broker answers at {bootstrap}. Start the class broker (docs/instructor-guide.md), "
                           "or give its address with --broker HOST:PORT.")
 
     def show() -> str:
         return render_module(board, module) if module else render(board, every_module=args.all_modules)
 
-    with feed.ClassFeed(bootstrap, create=True) as source:
+    with feed.ClassFeed(bootstrap, create=login is None, login=login) as source:
         board.add_all(source.read_available(timeout_s=10))
         if args.once:
             print(show())

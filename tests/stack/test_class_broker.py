@@ -165,6 +165,15 @@ def test_the_board_reads_the_class_topic_and_nothing_else(room):
         kafka.ensure_topic(room.bootstrap, "xo.board.anything", login=board)
 
 
+def test_the_class_board_logs_in_as_board_on_the_class_broker_of_this_machine(room, capsys):
+    from deliverylab.workshop import board
+
+    produce(room.login("ada"), CLASS_TOPIC, [b'{"kind": "hello", "learner": "ada", "v": 1, "module": "01-three-guarantees"}'])
+    assert classbroker.board_login() == room.login("board")
+    assert board.main(["--class", "--once"]) == 0
+    assert re.search(r"^ada ", capsys.readouterr().out, re.M)
+
+
 def test_a_learner_added_to_the_roster_joins_while_the_broker_runs(room):
     roster = room.state / "class.txt"
     roster.write_text("ada\nbob\ncy\n")

@@ -56,8 +56,11 @@ def test_an_empty_board_says_how_learners_appear():
 
 def test_roster_file_and_module_names(tmp_path):
     roster = tmp_path / "class.txt"
-    roster.write_text("# room 2\nAda L.\nbob\n\n")
+    roster.write_text("# room 2\nbob\nada-l  # Ada L.\n\n")
     assert board.read_roster(str(roster)) == ["ada-l", "bob"]
+    roster.write_text("bob\nAda L.\n")  # refused as stack up --class refuses it: both name the same learners
+    with pytest.raises(CourseError, match=r"line 2: 'Ada L.' is not a learner id.*e.g. 'ada-l'"):
+        board.read_roster(str(roster))
     assert board._module_arg("3") == "03-at-most-once" and board._module_arg("02-anatomy") == "02-anatomy"
     with pytest.raises(CourseError, match="Unknown module"):
         board._module_arg("42")
