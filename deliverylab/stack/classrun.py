@@ -5,7 +5,9 @@
 ``make test`` runs lessons 01, 04 and 06 this way under nbval, after the same lessons ran on the course's
 own broker: their checked outputs must come out the same when every Kafka client logs in as ada and Kafka
 enforces her ACLs and quotas. What a learner in a room does, step by step, with nothing shared with the
-course's broker or its ``.state``:
+course's broker or its ``.state``, and the course's own broker moved to ports where nothing listens
+(DELIVERYLAB_KAFKA_PORT, _CONTROLLER_PORT): code that quietly used it instead of the class broker fails here,
+even while the course's broker runs for other tests (make test runs the browser test alongside):
 
 1. the instructor's ``stack up --class class.txt --address 127.0.0.1`` (stack/classbroker.py), with a roster
    of one learner, in a temporary state folder, on free ports (DELIVERYLAB_CLASS_PORT) below Linux's
@@ -30,6 +32,8 @@ from ..config import HOST, settings
 
 #: ports of the class broker started here: the first free block of PORT_STEP from PORT_FIRST
 PORT_FIRST, PORT_LAST, PORT_STEP = 19300, 19400, 10
+#: the course's own broker, for the learner: ports of the block where nothing listens (classbroker.Ports uses +0..+6)
+NOWHERE = 7
 #: settings this run's learner must not inherit from the caller (they would name another broker or login)
 _CALLERS_BROKER = ("DELIVERYLAB_BROKER", "DELIVERYLAB_LEARNER", "DELIVERYLAB_KAFKA_USER",
                    "DELIVERYLAB_KAFKA_PASSWORD", "DELIVERYLAB_WORKSHOP_FILE")
@@ -39,7 +43,8 @@ def free_class_port() -> int:
     from . import broker, classbroker
 
     for base in range(PORT_FIRST, PORT_LAST, PORT_STEP):
-        if all(broker.port_is_free(p) for p in (*classbroker.Ports(base).bound(), classbroker.Ports(base).flaky_proxy)):
+        if all(broker.port_is_free(p) for p in (*classbroker.Ports(base).bound(), classbroker.Ports(base).flaky_proxy,
+                                                base + NOWHERE, base + NOWHERE + 1)):
             return base
     raise SystemExit(f"classrun: no free block of ports between {PORT_FIRST} and {PORT_LAST}")
 
@@ -54,7 +59,8 @@ def run(learner: str, command: list[str]) -> int:
     clean = {k: v for k, v in os.environ.items() if k not in _CALLERS_BROKER}
     instructor = {**clean, "DELIVERYLAB_STATE": str(folder / "instructor-state"),
                   "DELIVERYLAB_JARS": str(settings().jars), "DELIVERYLAB_CLASS_PORT": str(base)}
-    learners = {**clean, "DELIVERYLAB_WORKSHOP_FILE": str(folder / "workshop.ini")}
+    nowhere = {"DELIVERYLAB_KAFKA_PORT": str(base + NOWHERE), "DELIVERYLAB_CONTROLLER_PORT": str(base + NOWHERE + 1)}
+    learners = {**clean, **nowhere, "DELIVERYLAB_WORKSHOP_FILE": str(folder / "workshop.ini")}
     roster = folder / "class.txt"
     roster.write_text(f"# classrun's room\n{learner}\n", encoding="utf-8")
     try:

@@ -14,7 +14,7 @@ import pytest
 from deliverylab.stack import broker, classbroker, classrun
 
 SHOW_SETTINGS = ("from deliverylab.config import settings; s = settings(); "
-                 "print('seen:', s.shared_broker, s.learner, s.kafka_login.username, bool(s.kafka_login.password)); "
+                 "print('seen:', s.shared_broker, s.learner, s.kafka_login.username, bool(s.kafka_login.password), s.kafka_port); "
                  "raise SystemExit(3)")
 
 
@@ -31,9 +31,10 @@ def test_the_command_runs_as_the_learner_on_a_class_broker_that_is_stopped_after
                          capture_output=True, text=True, timeout=180, env={**os.environ, **callers})
     assert run.returncode == 3, run.stdout + run.stderr  # the command's own status
     seen = next(line for line in run.stdout.splitlines() if line.startswith("seen: "))
-    address, learner, user, has_password = seen.split()[1:]
+    address, learner, user, has_password, own_broker_port = seen.split()[1:]
     assert learner == user == "cleo" and has_password == "True"
     port = int(address.rsplit(":", 1)[1])
     assert classrun.PORT_FIRST <= port < classrun.PORT_LAST
+    assert int(own_broker_port) == port + classrun.NOWHERE != 9092  # the course's own broker: nowhere
     assert all(broker.port_is_free(p) for p in classbroker.Ports(port).bound())  # stopped
     assert not list(Path(tempfile.gettempdir()).glob("classrun-*/class.txt"))  # and its folder removed
