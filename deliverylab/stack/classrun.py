@@ -2,12 +2,12 @@
 
     python -m deliverylab.stack.classrun --learner ada -- python -m pytest --nbval-lax notebooks/01-*.ipynb
 
-``make test`` runs lessons 01, 04 and 06 this way under nbval, after the same lessons ran on the course's
-own broker: their checked outputs must come out the same when every Kafka client logs in as ada and Kafka
-enforces her ACLs and quotas. What a learner in a room does, step by step, with nothing shared with the
-course's broker or its ``.state``, and the course's own broker moved to ports where nothing listens
-(DELIVERYLAB_KAFKA_PORT, _CONTROLLER_PORT): code that quietly used it instead of the class broker fails here,
-even while the course's broker runs for other tests (make test runs the browser test alongside):
+``make test`` runs lessons 01, 04 and 06 this way under nbval: their checked outputs must be the ones stored
+from the course's own broker while every Kafka client logs in as ada and Kafka enforces her ACLs and quotas.
+What a learner in a room does, step by step, with nothing shared with the course's broker or its ``.state``
+(but ``.state/executed``, where nbval's copies go), and the course's own broker moved to ports where nothing
+listens (DELIVERYLAB_KAFKA_PORT, _CONTROLLER_PORT): code that quietly used it instead of the class broker
+fails here, although the course's broker runs for the other tests:
 
 1. the instructor's ``stack up --class class.txt --address 127.0.0.1`` (stack/classbroker.py), with a roster
    of one learner, in a temporary state folder, on free ports (DELIVERYLAB_CLASS_PORT) below Linux's
