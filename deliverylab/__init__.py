@@ -31,6 +31,7 @@ The machine (stack/: imports no course code)
                  cluster: master + 2 workers), brokers (a three-broker Kafka cluster),
                  classbroker (a room's broker with logins and ACLs) + classauth (its roster, passwords,
                  join tokens, ACL list and client login options), loginprobe (is a login refused?),
+                 loginhint (a client built without the login, said in one line),
                  classrun (a command run as a learner logged in to a class broker of its own),
                  locks (one holder at a time, across processes)
 
@@ -87,10 +88,11 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
     from .lesson import setup as prepare
 
     lesson = prepare(name, reset=reset, quiet=quiet)
-    if name.endswith(LAB_SUFFIX):
-        from .todos import explain_name_errors
+    from .todos import explain_errors
 
-        explain_name_errors()  # after an unfinished TODO, the next cells say so in one line
+    # a lab: after an unfinished TODO, the next cells say so in one line; on a class broker with logins, a
+    # Kafka client built without the login says so too
+    explain_errors(names=name.endswith(LAB_SUFFIX))
     if uses_crash_lab(name):
         from .crashlab import drivers
 

@@ -1,6 +1,7 @@
 """A lab's unfinished exercises, said in one line: a ``todo(...)`` still in a learner's function is found
 from its source before anything runs (no driver boots for it), and in a lab's kernel a cell that uses a
-name nobody has set yet shows one line instead of a traceback."""
+name nobody has set yet shows one line instead of a traceback (as does, on a class broker with logins, a
+Kafka client built without the login: :func:`explain_errors`)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -41,21 +42,36 @@ def unset_name_line(error: NameError) -> str:
             "not done yet), or is it misspelt?")
 
 
-def explain_name_errors() -> None:
-    """In a lab's kernel: a cell that uses a name nobody has set yet shows :func:`unset_name_line`
-    instead of a traceback (what a learner meets in the cells after an unfinished TODO)."""
+def explain_errors(names: bool = True) -> None:
+    """In a notebook's kernel, two errors shown in words: with ``names`` (a lab), a cell that uses a name nobody
+    has set yet shows :func:`unset_name_line` instead of a traceback (what a learner meets in the cells after an
+    unfinished TODO); and on a class broker with logins, a Kafka client that got no answer (most often one
+    built without the login) shows its error's first line and the login's line (stack/loginhint.py). Every
+    other error is shown as IPython shows it."""
     import sys
+
+    from .config import settings
 
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None:
+    login = settings().kafka_login
+    if shell is None or not (names or login):
         return
 
-    def one_line(shell, etype, value, tb, tb_offset=None):
-        lines = [unset_name_line(value)]
-        # IPython shows nothing a custom handler returns: show the line as an error, the way it shows a
+    def explained(shell, etype, value, tb, tb_offset=None):
+        from .stack import loginhint
+
+        if names and isinstance(value, NameError):
+            lines = [unset_name_line(value)]
+        elif (line := loginhint.hint(value, login)) is not None:
+            first = (str(value).strip().splitlines() or [""])[0][:300]
+            lines = [first if first.startswith(etype.__name__) else f"{etype.__name__}: {first}", line]
+        else:
+            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+            return None
+        # IPython shows nothing a custom handler returns: show the lines as an error, the way it shows a
         # LabTodo's _render_traceback_ (the cell still counts as failed, so Run All stops there)
         shell._showtraceback(etype, value, lines)
         return lines
 
-    shell.set_custom_exc((NameError,), one_line)
+    shell.set_custom_exc((Exception,) if login else (NameError,), explained)

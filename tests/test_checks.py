@@ -225,13 +225,14 @@ def test_a_lab_kernel_shows_one_line_for_a_name_nobody_set(monkeypatch):
     import sys
     import types
 
-    from deliverylab.todos import explain_name_errors
+    from deliverylab.todos import explain_errors
 
+    monkeypatch.delenv("DELIVERYLAB_BROKER", raising=False)  # the course's own broker: no login
     registered, shown = {}, []
     shell = types.SimpleNamespace(set_custom_exc=lambda kinds, handler: registered.update(kinds=kinds, handler=handler),
                                   _showtraceback=lambda etype, value, lines: shown.append(lines))
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
-    explain_name_errors()
+    explain_errors(names=True)
     assert registered["kinds"] == (NameError,)
     try:
         my_plan  # noqa: F821 - the name an unfinished TODO would have set
@@ -250,7 +251,7 @@ def test_in_a_real_kernel_the_unset_name_is_one_error_line_and_the_cell_fails():
 
     manager, client = start_new_kernel(kernel_name="python3")
     try:
-        client.execute_interactive("from deliverylab.todos import explain_name_errors; explain_name_errors()",
+        client.execute_interactive("from deliverylab.todos import explain_errors; explain_errors()",
                                    timeout=60)
         errors = []
         reply = client.execute_interactive("print(my_plan)", timeout=60,

@@ -15,6 +15,7 @@
     classauth     its pure side: the roster, passwords (0600), join tokens, the ACL list, client and Spark login options
     classquota    the learners' quotas (produce and fetch byte rates, request share), set with Kafka's kafka-configs
     classrun      a command run as a learner who joined a class broker of its own (make test's lessons 01, 04, 06)
+    loginhint     the line that tells a learner her own Kafka client left out the class broker's login
     loginprobe    one SASL exchange on a socket: does the broker accept this login? (kafka-python only times out)
 
 Nothing here imports course code (lessons, the crash lab, the modules); only ``config``.

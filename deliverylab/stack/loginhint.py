@@ -1,0 +1,39 @@
+"""A Kafka client that left out the class broker's login gets no answer, only a timeout: say so in one line.
+
+Every listener of a class broker with logins (stack/classbroker.py) asks for SASL/SCRAM. A client built
+without the login is never refused in words: the broker closes its connection, and the client gives up
+after its own timeout. kafka-python's constructors (3.0.12, measured on the class broker) raise
+``KafkaTimeoutError: Unable to bootstrap from <address>`` after 30 s; Spark's Kafka source and sink end
+in Kafka's ``org.apache.kafka.common.errors.TimeoutException``. Neither names the login. In a notebook whose
+settings carry one (``workshop join``), :func:`hint` adds the line that does, but only when the broker
+answers that same login: a broker that is down, or an address mistyped, is not blamed on the login.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..config import KafkaLogin
+
+#: what the error of a client without the login says (kafka-python, then the Java client under Spark)
+SIGNS = ("Unable to bootstrap from", "NoBrokersAvailable",
+         "org.apache.kafka.common.errors.TimeoutException", "Timed out waiting for a node assignment")
+
+
+def looks_like_no_answer(error: BaseException) -> bool:
+    """Is this what a Kafka client that got no answer raises (kafka-python's or Spark's)?"""
+    text = f"{type(error).__name__}: {error}"
+    return any(sign in text for sign in SIGNS)
+
+
+def hint(error: BaseException, login: KafkaLogin | None, answers: Callable[..., bool] | None = None) -> str | None:
+    """The line to show under ``error`` when it is likely a client that left out ``login``; None otherwise."""
+    if login is None or not looks_like_no_answer(error):
+        return None
+    if answers is None:
+        from .kafka import answers
+    if not answers(login.broker, login=login):
+        return None
+    return (f"The class broker at {login.broker} answers your login, but this client got no answer: every client "
+            f"there must log in. If you built it yourself, pass your login: KafkaProducer(..., **lesson.login) "
+            f"(also KafkaConsumer and KafkaAdminClient), or .options(**lesson.spark_login) on Spark's Kafka reads "
+            f"and writes (.options(**out.login_options) in a crash-lab pipeline), then run the cell again.")
