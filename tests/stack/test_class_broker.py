@@ -359,3 +359,32 @@ def test_a_learners_own_client_without_the_login_is_told_to_pass_it(room, monkey
     assert no_login_shown["traceback"][0] == f"KafkaTimeoutError: Unable to bootstrap from {room.bootstrap}"
     assert "**lesson.login" in no_login_shown["traceback"][1] and len(no_login_shown["traceback"]) == 2
     assert other_shown["ename"] == "ValueError" and len(other_shown["traceback"]) > 2  # IPython's own traceback
+
+
+def test_bobs_lesson_01_consumer_on_adas_topic_is_refused_in_one_line(room, as_learner, tmp_path):
+    """A lesson's consumer process (lesson 01's, which reads its login from the environment it inherits), run as bob
+    on the topic of ada's lesson. Lessons 01, 04 and 06 themselves run as ada in make test (stack/classrun.py)."""
+    from deliverylab.lesson import Lesson
+    from deliverylab.modules import m01
+
+    def lesson(learner: str) -> Lesson:
+        as_learner(learner)
+        folder = tmp_path / learner
+        for sub in ("checkpoints", "tables"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        return Lesson(name="01-three-guarantees", learner=learner, bootstrap=room.bootstrap, folder=folder)
+
+    adas = lesson("ada")
+    adas.produce_orders(20, progress=False)
+    bobs_folder = lesson("bob").folder
+    on_adas_topic = Lesson(name=adas.name, learner="ada", bootstrap=adas.bootstrap, folder=bobs_folder)
+    try:
+        with pytest.raises(CourseError) as refused:
+            m01.run_consumer("offsets_with_data", on_adas_topic, timeout_s=30)
+    finally:
+        as_learner("ada")
+        adas.cleanup()
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith("the offsets_with_data consumer failed (exit code 2): Kafka refused")
+    assert ("Kafka refused: bob may not read topic xo.ada.01-three-guarantees.orders (TOPIC_AUTHORIZATION_FAILED)"
+            in line and "starts with xo.bob." in line), line

@@ -1,21 +1,13 @@
-"""stack/classrun.py: a command run as a learner who joined a class broker of its own (make test's lessons 01,
-04 and 06 as ada), for real: the command sees the class broker and the learner's login and nothing of the
-caller's broker settings, and the broker is stopped and its folder gone afterwards, whatever the command did."""
+"""stack/classrun.py without a broker: the environment make test's lessons 01, 04 and 06 run in as ada. The run
+itself (a class broker started, ada's token joined, the lessons under nbval, the broker stopped) is make test's."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from deliverylab.stack import broker, classbroker, classrun
-
-SHOW_SETTINGS = ("from deliverylab.config import settings; s = settings(); "
-                 "print('seen:', s.shared_broker, s.learner, s.kafka_login.username, bool(s.kafka_login.password), s.kafka_port); "
-                 "raise SystemExit(3)")
+from deliverylab import config
+from deliverylab.stack import classbroker, classrun
 
 
 def test_a_command_is_needed():
@@ -23,18 +15,19 @@ def test_a_command_is_needed():
         classrun.main(["--learner", "ada", "--"])
 
 
-@pytest.mark.stack
-def test_the_command_runs_as_the_learner_on_a_class_broker_that_is_stopped_afterwards():
-    callers = {"DELIVERYLAB_BROKER": "127.0.0.1:9", "DELIVERYLAB_KAFKA_PASSWORD": "the-callers-own"}
-    run = subprocess.run([sys.executable, "-m", "deliverylab.stack.classrun", "--learner", "cleo", "--",
-                          sys.executable, "-c", SHOW_SETTINGS],
-                         capture_output=True, text=True, timeout=180, env={**os.environ, **callers})
-    assert run.returncode == 3, run.stdout + run.stderr  # the command's own status
-    seen = next(line for line in run.stdout.splitlines() if line.startswith("seen: "))
-    address, learner, user, has_password, own_broker_port = seen.split()[1:]
-    assert learner == user == "cleo" and has_password == "True"
-    port = int(address.rsplit(":", 1)[1])
-    assert classrun.PORT_FIRST <= port < classrun.PORT_LAST
-    assert int(own_broker_port) == port + classrun.NOWHERE != 9092  # the course's own broker: nowhere
-    assert all(broker.port_is_free(p) for p in classbroker.Ports(port).bound())  # stopped
-    assert not list(Path(tempfile.gettempdir()).glob("classrun-*/class.txt"))  # and its folder removed
+def test_the_learner_sees_the_class_broker_of_her_workshop_file_and_the_course_broker_nowhere(tmp_path, monkeypatch):
+    workshop = tmp_path / "workshop.ini"
+    workshop.write_text("[workshop]\nbroker = 127.0.0.1:19300\nlearner = ada\npassword = pw\n")
+    callers = {"PATH": "/usr/bin", "DELIVERYLAB_BROKER": "127.0.0.1:9", "DELIVERYLAB_LEARNER": "me",
+               "DELIVERYLAB_KAFKA_PASSWORD": "the-callers-own", "DELIVERYLAB_WORKSHOP_FILE": "/elsewhere.ini"}
+    env = classrun.learner_env(callers, 19300, workshop)
+    assert env["PATH"] == "/usr/bin" and "DELIVERYLAB_BROKER" not in env and "DELIVERYLAB_LEARNER" not in env
+    for name in [n for n in os.environ if n.startswith("DELIVERYLAB_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    s = config.settings()
+    assert (s.bootstrap, s.learner, s.kafka_login.username, s.kafka_login.password) == ("127.0.0.1:19300", "ada", "ada", "pw")
+    nowhere = s.kafka_port, s.controller_port
+    assert nowhere == (19300 + classrun.NOWHERE, 19300 + classrun.NOWHERE + 1)
+    assert not set(nowhere) & {*classbroker.Ports(19300).bound(), classbroker.Ports(19300).flaky_proxy}
