@@ -245,23 +245,9 @@ def test_a_lab_kernel_shows_one_line_for_a_name_nobody_set(monkeypatch):
 
 def test_in_a_real_kernel_the_unset_name_is_one_error_line_and_the_cell_fails():
     """IPython shows nothing a custom exception handler returns; the learner must still see the line."""
-    import queue
+    from kernels import run_cells
 
-    from jupyter_client.manager import start_new_kernel
-
-    manager, client = start_new_kernel(kernel_name="python3")
-    try:
-        client.execute_interactive("from deliverylab.todos import explain_errors; explain_errors()",
-                                   timeout=60)
-        errors = []
-        reply = client.execute_interactive("print(my_plan)", timeout=60,
-                                           output_hook=lambda m: errors.append(m["content"])
-                                           if m["msg_type"] == "error" else None)
-    except queue.Empty:
-        pytest.fail("the kernel went quiet")
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+    _, (reply, errors) = run_cells(["from deliverylab.todos import explain_errors; explain_errors()", "print(my_plan)"])
     assert reply["content"]["status"] == "error"  # Run All stops here
     assert [(e["ename"], e["traceback"]) for e in errors] == [
         ("NameError", ["NameError: `my_plan` is not defined. Is it set by a cell above that has not run yet "

@@ -326,9 +326,7 @@ def test_a_learners_runaway_producer_is_held_to_her_quota_and_a_lesson_burst_is_
 def test_a_learners_own_client_without_the_login_is_told_to_pass_it(room, monkeypatch):
     """What a lab's learner writes: a KafkaProducer with lesson.bootstrap and no **lesson.login. kafka-python gives up
     (after 30 s by default; 3 s here) with no word about logins; the course's kernel adds the line that has one."""
-    import queue
-
-    from jupyter_client.manager import start_new_kernel
+    from kernels import run_cells
 
     from deliverylab.stack import loginhint
 
@@ -340,20 +338,11 @@ def test_a_learners_own_client_without_the_login_is_told_to_pass_it(room, monkey
 
     env = {**os.environ, "DELIVERYLAB_BROKER": room.bootstrap, "DELIVERYLAB_LEARNER": "ada",
            "DELIVERYLAB_KAFKA_PASSWORD": room.passwords["ada"]}
-    manager, client = start_new_kernel(kernel_name="python3", env=env)
-    try:
-        client.execute_interactive("from deliverylab.todos import explain_errors; explain_errors(names=True)", timeout=60)
-        errors = []
-        reply = client.execute_interactive(
-            f"from kafka import KafkaProducer\nKafkaProducer(bootstrap_servers={room.bootstrap!r}, bootstrap_timeout_ms=3000)",
-            timeout=60, output_hook=lambda m: errors.append(m["content"]) if m["msg_type"] == "error" else None)
-        client.execute_interactive("raise ValueError('not a Kafka error')", timeout=60,
-                                   output_hook=lambda m: errors.append(m["content"]) if m["msg_type"] == "error" else None)
-    except queue.Empty:
-        pytest.fail("the kernel went quiet")
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+    _, (reply, shown), (_, other) = run_cells([
+        "from deliverylab.todos import explain_errors; explain_errors(names=True)",
+        f"from kafka import KafkaProducer\nKafkaProducer(bootstrap_servers={room.bootstrap!r}, bootstrap_timeout_ms=3000)",
+        "raise ValueError('not a Kafka error')"], env=env)
+    errors = shown + other
     assert reply["content"]["status"] == "error"  # Run All stops there
     no_login_shown, other_shown = errors
     assert no_login_shown["traceback"][0] == f"KafkaTimeoutError: Unable to bootstrap from {room.bootstrap}"
