@@ -394,7 +394,7 @@ class Checks:
             return CheckResult(key, description, SKIP, [f"SKIP  {description} ({reason})"])
         except Exception as error:
             lines = [f"FAIL  {description} (raised {type(error).__name__}: {_short(str(error))})"]
-            return CheckResult(key, description, FAIL, lines + _detail_lines([], hint))
+            return CheckResult(key, description, FAIL, lines + _detail_lines([], _login_hint(error) or hint))
         if outcome.passed:
             return CheckResult(key, description, PASS, [f"PASS  {description}"])
         lines = [f"FAIL  {description}"] + _detail_lines(outcome.details, hint)
@@ -418,6 +418,14 @@ class Checks:
             getattr(progress, function)(*args)
         except Exception as error:  # noqa: BLE001 - reported, never raised
             warnings.warn(f"could not save progress ({error}); your checks still count here", stacklevel=3)
+
+
+def _login_hint(error: BaseException) -> str | None:
+    """On a class broker with logins, the line for a Kafka client built without the login (stack/loginhint.py)."""
+    from .config import settings
+    from .stack import loginhint
+
+    return loginhint.hint(error, settings().kafka_login)
 
 
 def _as_list(depends_on: str | Iterable[str] | None) -> list[str]:

@@ -43,6 +43,26 @@ def test_a_failure_shows_expected_found_and_hint(capsys):
     ]
 
 
+def test_a_kafka_read_without_the_class_brokers_login_fails_with_the_login_as_its_hint(capsys, monkeypatch):
+    """A lab's Spark read built without .options(**lesson.spark_login), counted by the check on a class broker."""
+    from deliverylab.stack import kafka
+
+    monkeypatch.setenv("DELIVERYLAB_BROKER", "192.168.1.20:9092")
+    monkeypatch.setenv("DELIVERYLAB_KAFKA_PASSWORD", "pw")
+    monkeypatch.setattr(kafka, "answers", lambda broker, login=None, **_: login is not None)
+
+    def count():
+        raise RuntimeError("An error occurred while calling o68.count. TimeoutException: Timed out waiting for a "
+                           "node assignment. Call: listNodes")
+    Checks("m", record=False).equal("committed_df holds 200 orders", count, 200, hint="Read committed only.")
+    shown = lines(capsys)
+    assert shown[0].startswith("FAIL  committed_df holds 200 orders (raised RuntimeError: An error occurred")
+    assert shown[1].startswith("  hint:     The class broker at 192.168.1.20:9092 answers your login, but this client")
+    monkeypatch.delenv("DELIVERYLAB_BROKER")  # the course's own broker: the check's own hint
+    Checks("m", record=False).equal("committed_df holds 200 orders", count, 200, hint="Read committed only.")
+    assert lines(capsys)[1] == "  hint:     Read committed only."
+
+
 def test_a_value_of_another_type_is_named(capsys):
     Checks("m", record=False).equal("count is 3", "3", 3)
     assert "  found:    '3' (a str)" in lines(capsys)
