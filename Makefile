@@ -11,7 +11,8 @@ NOTEBOOK_DIRS := notebooks labs solutions
 # start once took longer than 60 s and failed a whole notebook's cells.
 # Notebooks run NBVAL_WORKERS at a time, a module's notebooks on one worker: much of a lesson is a driver
 # booting or a batch draining, so with two at a time the two cores were idle 14 % of the time, with three
-# 5 % (modules 03, 04 and 06: 157 s instead of 172 s). NBVAL_WORKERS=0 runs them one by one.
+# 5 % (every notebook: 682 s instead of 700 s, two fresh runs an hour apart, so within the machine's noise).
+# NBVAL_WORKERS=0 runs them one by one.
 NBVAL_WORKERS ?= 3
 NBVAL_ONE_BY_ONE := --nbval-lax --nbval-cell-timeout=600 --nbval-kernel-startup-timeout=180 --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	-p deliverylab.stack.nbcapture

@@ -49,11 +49,14 @@ def free_class_port() -> int:
     raise SystemExit(f"classrun: no free block of ports between {PORT_FIRST} and {PORT_LAST}")
 
 
+def _without_callers_broker(environ: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environ.items() if k not in _CALLERS_BROKER}
+
+
 def learner_env(environ: dict[str, str], base: int, workshop: Path) -> dict[str, str]:
     """The command's environment: the caller's, without its broker settings, with the learner's workshop file and
     the course's own broker on ports of the block where nothing listens."""
-    clean = {k: v for k, v in environ.items() if k not in _CALLERS_BROKER}
-    return {**clean, "DELIVERYLAB_KAFKA_PORT": str(base + NOWHERE), "DELIVERYLAB_CONTROLLER_PORT": str(base + NOWHERE + 1),
+    return {**_without_callers_broker(environ), "DELIVERYLAB_KAFKA_PORT": str(base + NOWHERE), "DELIVERYLAB_CONTROLLER_PORT": str(base + NOWHERE + 1),
             "DELIVERYLAB_WORKSHOP_FILE": str(workshop)}
 
 
@@ -64,8 +67,7 @@ def _course(env: dict[str, str], *args: str) -> int:
 def run(learner: str, command: list[str]) -> int:
     folder = Path(tempfile.mkdtemp(prefix="classrun-"))
     base = free_class_port()
-    clean = {k: v for k, v in os.environ.items() if k not in _CALLERS_BROKER}
-    instructor = {**clean, "DELIVERYLAB_STATE": str(folder / "instructor-state"),
+    instructor = {**_without_callers_broker(dict(os.environ)), "DELIVERYLAB_STATE": str(folder / "instructor-state"),
                   "DELIVERYLAB_JARS": str(settings().jars), "DELIVERYLAB_CLASS_PORT": str(base)}
     learners = learner_env(dict(os.environ), base, folder / "workshop.ini")
     roster = folder / "class.txt"

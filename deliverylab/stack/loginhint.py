@@ -4,10 +4,10 @@ Every listener of a class broker with logins (stack/classbroker.py) asks for SAS
 without the login is never refused in words: the broker closes its connection, and the client gives up
 after its own timeout. Measured on the class broker: kafka-python's constructors (3.0.12) raise
 ``KafkaTimeoutError: Unable to bootstrap from <address>`` after 30 s; a Spark 4.2 batch read of a Kafka
-topic ends after about 3 minutes in a Py4JJavaError with Kafka's ``org.apache.kafka.common.errors.
-TimeoutException: Timed out waiting for a node assignment. Call: listNodes``. Neither names the login. In a notebook whose
-settings carry one (``workshop join``), :func:`hint` adds the line that does, but only when the broker
-answers that same login: a broker that is down, or an address mistyped, is not blamed on the login.
+topic ends after about 3 minutes in a Py4JJavaError with Kafka's ``TimeoutException: Timed out waiting
+for a node assignment. Call: listNodes``. Neither names the login. In a notebook whose settings carry one
+(``workshop join``), :func:`hint` adds the line that does, but only when the broker answers that same
+login: a broker that is down, or an address mistyped, is not blamed on the login.
 """
 from __future__ import annotations
 
