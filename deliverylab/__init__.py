@@ -26,7 +26,8 @@ Labs, quizzes and progress
 The machine (stack/: imports no course code)
     stack/       java, jars (+ ivy/), broker, kafka clients, session (+ classarchive), processes, jupyter
                  (+ workcopy: the learner's copies in my-work/),
-                 runner, nbcapture (keeps what nbval executed, for the browser test),
+                 runner, nbcapture (keeps what nbval executed, for the browser test) + nbtimings,
+                 cputime (CPU seconds of a process tree, for the test run's table),
                  flaky (a proxy that loses produce replies), cluster (a local Spark standalone
                  cluster: master + 2 workers), brokers (a three-broker Kafka cluster),
                  classbroker (a room's broker with logins and ACLs) + classauth (its roster, passwords,
@@ -69,7 +70,8 @@ Workshops, and the course to read without running (workshop/)
 Commands: doctor (environment check), bench (timings), lesson_bench (each lesson's Run All: time, slowest
 cell, what its kernel holds afterwards), __main__ (python -m deliverylab),
 running (what the course runs, by notebook kernel, with its memory: stack status),
-cluster_smoke (one Kafka->Delta batch on the Spark cluster), cluster_bench (the cluster figures).
+cluster_smoke (one Kafka->Delta batch on the Spark cluster), cluster_bench (the cluster figures),
+testrun (make test's phases, and the table of wall and CPU seconds it ends with).
 """
 from .config import CourseError
 

@@ -82,7 +82,8 @@ LAYERS = [
      "progress", "quiz", "lesson", "workshop"),
     ("crashlab",),
     ("modules",),
-    ("__init__", "__main__", "bench", "lesson_bench", "doctor", "running", "cluster_smoke", "cluster_bench"),
+    ("__init__", "__main__", "bench", "lesson_bench", "doctor", "running", "cluster_smoke", "cluster_bench",
+     "testrun"),
 ]
 
 

@@ -5,7 +5,8 @@
     session    the SparkSession of a process       processes child processes: spawn, watch, kill
     jupyter    JupyterLab for `make lab`          runner    execute a notebook, keep checked outputs
     workcopy   the learner's own copies of the notebooks (my-work/), which course updates never collide with
-    nbcapture  a pytest plugin keeping every notebook as nbval executed it, with its timings
+    nbcapture  a pytest plugin keeping every notebook as nbval executed it, with its timings (nbtimings reads them)
+    cputime    CPU seconds of a process tree, orphans included (the test run's phase table)
     flaky      a loopback proxy that loses produce replies: a real network fault for retries
     cluster    a local Spark standalone cluster (master + 2 workers): cluster up|down|status
     brokers    a three-broker Kafka cluster (KRaft, RF 3, min.insync.replicas=2): stack up --brokers 3

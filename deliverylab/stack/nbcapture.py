@@ -5,8 +5,8 @@ ends, ``.state/executed/<folder>/<name>.ipynb``: the notebook with every output 
 produced in that run (charts, tables, errors, stderr), which nbval itself compares only in
 part and never keeps. The browser test opens these copies to check what a learner sees,
 ``make site`` renders them, and ``.state/executed/timings/`` holds each notebook's seconds
-and its slowest cells (``python -m deliverylab.stack.nbcapture`` prints them). One file per
-notebook, so parallel workers (pytest-xdist) never write the same file.
+its slowest cells (``python -m deliverylab.stack.nbtimings`` prints them). One file per notebook, so
+parallel workers (pytest-xdist) never write the same file.
 
 Under pytest-xdist (``-n 2 --dist loadscope``), a module's notebooks form one scope: a lesson's
 lab and its solution use the same lesson name (and so the same topics and folders), so they
@@ -23,15 +23,12 @@ from pathlib import Path
 import pytest
 
 from ..config import settings
-from . import runner
+from . import nbtimings, runner
+from .nbtimings import executed_dir
 
 _outputs: dict[Path, dict[int, list]] = defaultdict(dict)
 _seconds: dict[Path, float] = defaultdict(float)
 _cells: dict[Path, dict[int, float]] = defaultdict(dict)
-
-
-def executed_dir() -> Path:
-    return settings().state / "executed"
 
 
 def _notebook_of(item) -> Path | None:
@@ -111,25 +108,5 @@ def pytest_sessionfinish(session, exitstatus):
         timing.write_text(json.dumps(figures, indent=1) + "\n")
 
 
-def timings() -> list[dict]:
-    """Every notebook's figures from the last nbval run(s), sorted by notebook."""
-    folder = executed_dir() / "timings"
-    found = [json.loads(p.read_text()) for p in folder.glob("*.json")] if folder.is_dir() else []
-    return sorted(found, key=lambda figures: figures["notebook"])
-
-
-def main() -> int:
-    """Print the seconds each notebook took in the last nbval run."""
-    found = timings()
-    if not found:
-        print("no timings yet: run `make test` (or nbval with -p deliverylab.stack.nbcapture) first")
-        return 1
-    for figures in found:
-        slowest = ", ".join(f"{cell} {t} s" for cell, t in figures["slowest_cells"].items())
-        print(f"{figures['seconds']:7.1f} s  {figures['notebook']}   (slowest code cells: {slowest})")
-    print(f"{sum(f['seconds'] for f in found):7.1f} s  in all, {len(found)} notebooks")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(nbtimings.main())
