@@ -81,7 +81,7 @@ class LabServer:
         """Open ``notebook`` alone (``reset``: no tabs restored from an earlier page)."""
         return f"{self.base}{jupyter.LAB_TREE}{notebook}?token={self.token}&reset"
 
-    def _wait_up(self, timeout_s: float = 90) -> None:
+    def _wait_up(self, timeout_s: float = 180) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -109,7 +109,7 @@ class NotebookPage:
     notebook (about 0.7 s, against about 3 s for loading JupyterLab afresh).
     """
 
-    def __init__(self, page, server: LabServer, notebook: str, code_cells: int, timeout_s: float = 90,
+    def __init__(self, page, server: LabServer, notebook: str, code_cells: int, timeout_s: float = 180,
                  wait_for_kernel: bool = True, in_open_lab: bool = False):
         self.page, self.name = page, notebook
         if in_open_lab and page.url.startswith(server.base) and self.code_cells().count():
@@ -168,7 +168,7 @@ class NotebookPage:
         started = time.monotonic()
         for _ in range(3):
             self.menu("Run", "Run All Cells")
-            queued = time.monotonic() + 10
+            queued = time.monotonic() + 60  # a generous limit: a second click would run every cell twice
             while time.monotonic() < queued and all(p == "[ ]:" for p in self.prompts()):
                 time.sleep(0.2)
             if not all(p == "[ ]:" for p in self.prompts()):
@@ -176,12 +176,21 @@ class NotebookPage:
         self.wait_idle(timeout_s, started, watch)
         return time.monotonic() - started
 
-    def wait_idle(self, timeout_s: float = 240, started: float | None = None, watch=None) -> None:
+    def run_cell(self, cell, timeout_s: float = 240) -> None:
+        """Shift+Enter in ``cell``, then wait until it has run (its prompt shows a new number)."""
+        before = self.prompts()
+        cell.locator(".jp-InputArea-editor").click()
+        self.page.keyboard.press("Shift+Enter")
+        self.wait_idle(timeout_s, before=before)
+
+    def wait_idle(self, timeout_s: float = 240, started: float | None = None, watch=None,
+                  before: list[str] | None = None) -> None:
+        """Wait until every code cell shows a run number (and, given ``before``, the prompts changed from it:
+        a cell that was just queued may not show ``[*]`` yet)."""
         started = started or time.monotonic()
-        time.sleep(1)
         while time.monotonic() - started < timeout_s:
             prompts = self.prompts()
-            if prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts):
+            if prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts) and prompts != before:
                 return
             if watch is not None:
                 watch()

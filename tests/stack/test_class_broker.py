@@ -139,11 +139,9 @@ def test_a_learner_cannot_use_another_learners_group_or_transactional_id(room):
 
 def test_a_wrong_password_is_refused_with_what_to_do(room):
     wrong = replace(room.login("ada"), password="not-her-password")
-    started = time.monotonic()
     with pytest.raises(CourseError, match="refused the password of 'ada' .SASL_AUTHENTICATION_FAILED.") as error:
-        kafka.topics(room.bootstrap, login=wrong)
+        kafka.topics(room.bootstrap, login=wrong)  # the broker's answer, not kafka-python's bootstrap timeout
     assert "join token" in str(error.value) and "workshop join" in str(error.value)
-    assert time.monotonic() - started < 10  # not kafka-python's 30 s bootstrap timeout
     with pytest.raises(CourseError, match="refused the password"):
         with kafka.consumer(room.bootstrap, login=wrong, bootstrap_timeout_ms=2000):  # default with a login: 10 s
             pass
@@ -271,9 +269,11 @@ def test_the_login_probe_tells_a_refused_password_from_an_accepted_one(room):
 
 
 def test_a_learners_runaway_producer_is_held_to_her_quota_and_a_lesson_burst_is_not(room):
-    """The default user quota (stack/classquota.py), set by `stack up --class`: eve's producer loop, flat out, gets
-    about PRODUCER_BYTE_RATE over the broker's 10 s window (Kafka lets ~10 s of the quota through at once, then
-    delays its responses); her first lesson-sized burst, and bob's while she floods, are not throttled at all."""
+    """The default user quota (stack/classquota.py), set by `stack up --class`: eve's producer loop, flat out, is
+    throttled by the broker and never gets much more than PRODUCER_BYTE_RATE over the broker's window (Kafka
+    lets ~10 s of the quota through at once, then delays its responses); her first lesson-sized burst, and bob's
+    while she floods, are not throttled at all. Behaviour only: how fast her loop goes depends on the machine
+    (0.3 to 1.1 MiB/s seen), so she floods until the broker throttles her, and no figure here is a speed."""
     import threading
 
     from deliverylab.orders import encode, generate_orders
@@ -286,41 +286,42 @@ def test_a_learners_runaway_producer_is_held_to_her_quota_and_a_lesson_burst_is_
     eve = KafkaLogin(room.bootstrap, "eve", classauth.read_passwords(classbroker.paths(config.settings())["passwords"])["eve"])
     bob = room.login("bob")
 
-    def lesson_burst(login: KafkaLogin, topic: str) -> tuple[float, float]:
-        """300 orders as orders.produce sends them: seconds taken, largest throttle the broker asked for."""
+    def lesson_burst(login: KafkaLogin, topic: str) -> float:
+        """300 orders as orders.produce sends them; the largest throttle the broker asked for (ms)."""
         kafka.ensure_topic(room.bootstrap, topic, partitions=3, login=login)
         producer = KafkaProducer(bootstrap_servers=room.bootstrap, acks="all", linger_ms=50, batch_size=1 << 20,
                                  **classauth.client_options(login))
         try:
-            started = time.monotonic()
             for order in generate_orders(300):
                 producer.send(topic, key=order["order_id"].encode(), value=encode(order))
-            producer.flush(timeout=30)
-            return time.monotonic() - started, throttle_ms(producer.metrics())
+            producer.flush(timeout=120)
+            return throttle_ms(producer.metrics())
         finally:
             producer.close(timeout=2)
 
-    took, throttled = lesson_burst(eve, "xo.eve.04-at-least-once.orders")
-    assert throttled == 0 and took < 5, (took, throttled)
+    assert lesson_burst(eve, "xo.eve.04-at-least-once.orders") == 0
 
     topic = "xo.eve.runaway"
     kafka.ensure_topic(room.bootstrap, topic, partitions=1, login=eve)
     producer = KafkaProducer(bootstrap_servers=room.bootstrap, acks="all", linger_ms=5, batch_size=64 * 1024,
                              **classauth.client_options(eve))
-    bobs: list[tuple[float, float]] = []
+    bobs: list[float] = []
     beside = threading.Timer(3.0, lambda: bobs.append(lesson_burst(bob, "xo.bob.04-at-least-once.orders")))
     beside.start()
+    acked = elapsed = 0.0
     try:
-        acked, elapsed = flood(producer, topic, 7.0)  # 16 KB records, flat out
+        # flat out (16 KB records) until the broker tells her to wait, or far past what the quota allows
+        while not throttle_ms(producer.metrics()) and acked < 4 * classquota.free_burst_bytes(classquota.PRODUCER_BYTE_RATE):
+            more, seconds = flood(producer, topic, 2.0)
+            acked, elapsed = acked + more, elapsed + seconds
         eve_throttled = throttle_ms(producer.metrics())
     finally:
         abandon(producer)  # what she still has in flight, the broker would hold back for seconds more
-        beside.join(timeout=30)
+        beside.join(timeout=300)
+    assert eve_throttled > 0, acked  # the broker told her to wait: the quota held her
     rate = acked / classquota.window_seconds(elapsed)  # what the broker measures
-    assert 0.5 * classquota.PRODUCER_BYTE_RATE <= rate <= 1.5 * classquota.PRODUCER_BYTE_RATE, (acked, elapsed)
-    assert eve_throttled > 0  # the broker told her to wait (~1 s a response): the quota, not the machine, held her
-    (bob_took, bob_throttled), = bobs
-    assert bob_throttled == 0 and bob_took < 5, (bob_took, bob_throttled)  # his own share, untouched
+    assert rate <= 1.5 * classquota.PRODUCER_BYTE_RATE, (acked, elapsed)  # never much more than her quota
+    assert bobs == [0]  # his own share, untouched by her flood
 
 
 def test_a_learners_own_client_without_the_login_is_told_to_pass_it(room, monkeypatch):

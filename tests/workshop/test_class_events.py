@@ -1,5 +1,5 @@
 """Results reach the class board only in shared-broker mode, never break a lesson, never wait for it."""
-import time
+import threading
 import warnings
 
 import pytest
@@ -62,19 +62,24 @@ def test_check_results_and_verdicts_go_out_once_per_change(shared, sent):
 
 
 def test_a_broker_that_fails_costs_one_warning_and_no_time(shared, monkeypatch):
+    """The sends run on the events' own thread, so a broker that fails never holds up the learner's cell
+    (whatever the machine's speed); one warning says so, and sends within the back-off are not even tried."""
+    tried_on = []
+
     def broken(sender, item):
+        tried_on.append(threading.current_thread().name)
         raise ConnectionError("no route to host")
 
     monkeypatch.setattr(events, "_send_one", broken)
-    started = time.monotonic()
     progress.record_lesson_complete("00-setup-and-tour")  # sent in the background: fails there
-    assert events.flush(5)
+    assert events.flush(60)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         progress.record_lesson_complete("00-setup-and-tour")  # the next result reports the failure
-        events.flush(5)
+        events.flush(60)
         progress.record_lesson_complete("00-setup-and-tour")  # inside the back-off: dropped quietly
-    assert time.monotonic() - started < 3
+        events.flush(60)
+    assert tried_on == ["class-board-events"]  # once, and never on the caller's thread
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1 and "no route to host" in messages[0] and "saved on this machine" in messages[0]
     assert progress.lesson_complete("00-setup-and-tour")  # progress itself was recorded every time

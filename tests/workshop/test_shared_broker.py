@@ -6,7 +6,6 @@ lesson, and the class board shows both.
 """
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -55,9 +54,8 @@ def test_two_learners_share_a_broker_without_touching_each_other(room, capsys):
 
     room(ada)
     said = []
-    started = time.monotonic()
     ada_lesson.reset(log=said.append)
-    assert time.monotonic() - started < 15 and "deleted 2 topic(s)" in said[0]
+    assert "deleted 2 topic(s)" in said[0]
     bootstrap = settings().bootstrap
     assert kafka.topics(bootstrap, prefix=ada_lesson.topic_prefix) == []
     assert kafka.topics(bootstrap, prefix=bob_lesson.topic_prefix) == [bob_lesson.topic("orders")]
