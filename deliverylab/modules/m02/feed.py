@@ -66,7 +66,7 @@ class LineFeed:
             self._pending.extend(lines)
         return len(lines)
 
-    def wait_for_connections(self, n: int, timeout_s: float = 60) -> None:
+    def wait_for_connections(self, n: int, timeout_s: float = 180) -> None:
         """Block until ``n`` readers have connected in total (a CourseError after ``timeout_s``)."""
         deadline = time.monotonic() + timeout_s
         while self.connections < n:
@@ -75,7 +75,7 @@ class LineFeed:
                                   f"within {timeout_s:.0f} s. Is the socket query running (query.isActive)?")
             time.sleep(POLL_S)
 
-    def wait_until_sent(self, timeout_s: float = 60) -> None:
+    def wait_until_sent(self, timeout_s: float = 180) -> None:
         """Block until every queued line has gone out to a reader."""
         deadline = time.monotonic() + timeout_s
         while self.pending:
@@ -123,7 +123,7 @@ class LineFeed:
             time.sleep(POLL_S)
 
 
-def wait_until(condition, what: str, timeout_s: float = 60) -> None:
+def wait_until(condition, what: str, timeout_s: float = 180) -> None:
     """Block until ``condition()`` is true; a CourseError naming ``what`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while not condition():
