@@ -76,14 +76,16 @@ def _drivers_folder_owner(proc: Proc) -> int | None:
 
 
 def _driver_state(proc: Proc) -> str:
-    """A driver runs a pipeline once it has an assignment; before that it is a standby."""
+    """A driver runs a pipeline once it has an assignment; before that (or after a clean stop) it is a standby."""
     home = next((a for a in proc.argv if "/drivers/" in a), None)
     if home is None:
         return "pipeline"
+    home = DriverHome(Path(home))
     try:
-        spec = json.loads(DriverHome(Path(home)).assignment.read_text())
+        spec = json.loads(home.assignment.read_text())
     except (OSError, ValueError):
-        return "standby"
+        ran = home.idle_after()
+        return f"standby, warm: ran {ran} pipeline(s)" if ran else "standby"
     return f"pipeline {spec.get('name', '?')}"
 
 

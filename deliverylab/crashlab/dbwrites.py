@@ -77,3 +77,10 @@ def install(crash_file: str | Path, ckpt: str | Path) -> WriteCounter:
     traced_connect.deliverylab_real_connect = connect
     sqlite3.connect = traced_connect
     return counter
+
+
+def uninstall() -> None:
+    """Give ``sqlite3.connect`` back its own behaviour (a driver that goes on to another pipeline)."""
+    import sqlite3
+
+    sqlite3.connect = getattr(sqlite3.connect, "deliverylab_real_connect", sqlite3.connect)

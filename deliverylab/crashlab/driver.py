@@ -6,6 +6,11 @@ one driver booted ahead of need (a *standby*, see drivers.py) and a restart afte
 costs the recovery from the checkpoint, not a JVM start. It is still a new process with
 an empty memory: everything it knows about the query comes from the checkpoint.
 
+A driver whose pipeline is stopped cleanly may be asked to wait again (``stop`` says
+"recycle"): it forgets that pipeline's files, says ``idle``, and can then run the *first* start
+of another pipeline, never this one's again and never a restart (drivers.py). Each pipeline
+gets a SparkSession of its own (``newSession``: its own settings, views and functions).
+
 Once assigned, it holds the pipeline's lock (one driver per checkpoint), reports every
 micro-batch to the pipeline's progress file, and runs until it is asked to stop, its
 query fails, it is killed, or the notebook process that started it goes away. The files
@@ -28,6 +33,9 @@ from ..stack import processes
 ERROR_CHARS = 4000
 #: A standby nobody assigns work to ends after this long, giving its memory back.
 STANDBY_IDLE_S = 5 * 60
+#: A driver runs at most this many pipelines, one after the other (drivers.py: a clean stop can hand it
+#: to another pipeline's first start); then it ends, and a JVM that ran many queries gives its memory back.
+MAX_PIPELINES = 6
 POLL_S = 0.05
 
 
@@ -123,20 +131,35 @@ def run(home: files.DriverHome, watch: processes.ParentWatch) -> int:
     from ..stack.session import get_spark
 
     spark = get_spark("crashlab-driver", extra_conf=crashpoints.hook_conf(home.crash, os.getpid()), log=home.log)
-    # the mid-write trap (Java, in the crash hook jar): a filter that keeps every row
-    spark._jvm.deliverylab.crashhook.MidWriteGate.register(spark._jsparkSession)
     if home.read_assignment() is None and settings().standby_warm_up:  # a standby: nobody waits for it yet
         seconds = _warm_up(spark, home.path / "warm-up", lambda: home.read_assignment() is not None)
         print(f"standby warmed up in {seconds:.1f} s", flush=True)  # driver.log; tests look for it
     files.write_atomically(home.ready, f"{os.getpid()}\n")
 
-    spec = _wait_for_assignment(home, watch)
-    if spec is None:
-        return 0
+    for served in range(1, MAX_PIPELINES + 1):
+        spec = _wait_for_assignment(home, watch)
+        if spec is None:
+            return 0
+        code = _run_pipeline(spark, home, watch, spec)
+        if code != 0 or not home.asked_to_recycle() or served == MAX_PIPELINES or watch.gone():
+            return code
+        # stopped cleanly and asked to wait for another pipeline's first start (drivers.py)
+        dbwrites.uninstall()
+        spark.catalog.clearCache()
+        home.clear_for_next_pipeline(served)
+    return 0
+
+
+def _run_pipeline(spark, home: files.DriverHome, watch: processes.ParentWatch, spec: dict) -> int:
+    """One pipeline's query, in a SparkSession of its own (its settings, temporary views and functions
+    are not the next pipeline's), holding the pipeline's lock."""
+    session = spark.newSession()
+    # the mid-write trap (Java, in the crash hook jar): a filter that keeps every row
+    spark._jvm.deliverylab.crashhook.MidWriteGate.register(session._jsparkSession)
     folder = files.PipelineFolder(Path(spec["folder"]))
     try:
         with files.hold_lock(folder):
-            return _run_query(spark, home, watch, spec, folder)
+            return _run_query(session, home, watch, spec, folder)
     except files.LockHeld as held:
         write_error(home, f"Another driver (pid {held.args[0]}) is running pipeline {spec['name']!r} "
                           "on the same checkpoint, so this one did not start.")

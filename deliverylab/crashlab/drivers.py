@@ -14,6 +14,15 @@ a standby also runs a Delta write and a stream once (a warm-up, driver.py), unle
 DELIVERYLAB_STANDBY_WARM_UP=0 (config.py): on a learner's idle machine that makes a
 restart 1-2 s quicker; on a test run's busy cores it only takes CPU from the tests.
 
+A driver whose pipeline is **stopped cleanly** (``Pipeline.stop()``; never a crash) is not
+thrown away: it forgets that pipeline and waits again (driver.py), and the next pipeline's
+*first* start takes it, with its JVM warm (about 10 CPU-seconds less than a new driver boots
+and warms up for a Delta pipeline; lesson 05 runs six scenarios one after the other). It is
+never given a restart or a redeploy, nor a pipeline whose checkpoint or sink it has touched:
+those always get a process that never ran them, so a restart still recovers from the
+checkpoint alone. At most one such driver waits (each holds a JVM), and it ends after six
+pipelines, after 5 idle minutes, or at ``lesson.complete()`` like a standby.
+
 Standbys live under ``.state/drivers/<notebook pid>/`` and end by themselves when the
 notebook process that started them goes away, after 5 idle minutes, or at ``lesson.complete()``
 (the last cell of a lesson). A chaos run boots two, without the warm-up, and keeps one when it ends.
@@ -31,17 +40,19 @@ from pathlib import Path
 
 from ..config import settings
 from ..stack import processes
-from .files import DriverHome
+from .files import DriverHome, write_atomically
 
 STOP_TIMEOUT_S = 60
 
 
 class Driver:
-    """One driver process: its home folder and the process itself."""
+    """One driver process: its home folder, the process itself, and what it has run."""
 
     def __init__(self, home: DriverHome, proc: subprocess.Popen):
         self.home = home
         self.proc = proc
+        self.touched: set[str] = set()  # the checkpoints and sinks of the pipelines it ran
+        self.served = 0  # pipelines it was given
 
     @property
     def pid(self) -> int:
@@ -60,7 +71,9 @@ class Driver:
         """Has it built its SparkSession (so a query can start at once)?"""
         return self.home.ready.exists()
 
-    def assign(self, spec: dict) -> None:
+    def assign(self, spec: dict, touches: set[str] = frozenset()) -> None:
+        self.touched |= set(touches)
+        self.served += 1
         self.home.assign(spec)
 
     def kill(self) -> None:
@@ -68,15 +81,22 @@ class Driver:
         processes.kill_group(self.pid)
         self.proc.wait()
 
-    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
-        """Ask the driver to stop its query cleanly; kill it if it does not within ``timeout_s``."""
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S, recycle: bool = False) -> bool:
+        """Ask the driver to stop its query cleanly; kill it if it does not within ``timeout_s``.
+
+        ``recycle``: the driver may wait for another pipeline afterwards (drivers.py). True when it does:
+        it said so in its ``idle`` file, with its process still running."""
         if not self.running:
-            return
-        self.home.stop.touch()
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+            return False
+        write_atomically(self.home.stop, "recycle" if recycle else "")
+        deadline = time.monotonic() + timeout_s
+        while self.running and time.monotonic() < deadline:
+            if recycle and self.home.idle_after() == self.served:
+                return True
+            time.sleep(0.05)
+        if self.running:
             self.kill()
+        return False
 
     def error_tail(self, lines: int = 8) -> str:
         """The last lines of the driver's error (or of its log when it left no error)."""
@@ -96,6 +116,7 @@ class DriverPool:
         self.standby = standby
         self.warm_up = True  # False: new standbys skip their warm-up (a chaos run: crashes come faster)
         self._ready: list[Driver] = []
+        self._stopped: list[Driver] = []  # drivers that stopped a pipeline cleanly and wait again
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()  # the chaos tests crash two pipelines from two threads
 
@@ -112,13 +133,30 @@ class DriverPool:
         proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log, env=env)
         return Driver(home, proc)
 
-    def take(self) -> Driver:
+    def take(self, fresh: bool = True, touches: set[str] = frozenset()) -> Driver:
         """A driver for a pipeline run: the warmest standby, else a new process. No refill here:
-        the next standby starts with the next crash (``fill``), which is what a restart follows."""
+        the next standby starts with the next crash (``fill``), which is what a restart follows.
+
+        ``fresh=False`` (a pipeline's first start): a driver that stopped another pipeline cleanly and
+        waits again may be taken instead, if it never touched ``touches`` (the pipeline's checkpoint
+        and sink)."""
         with self._lock:
+            if not fresh:
+                for driver in self._stopped:
+                    if driver.running and not driver.touched & set(touches):
+                        self._stopped.remove(driver)
+                        return driver
             self._ready = [d for d in self._ready if d.running]  # forget standbys that ended
             self._ready.sort(key=lambda d: not d.warm)
             return self._ready.pop(0) if self._ready else self._spawn()
+
+    def give_back(self, driver: Driver) -> None:
+        """A driver that stopped its pipeline cleanly and waits again (Driver.stop(recycle=True)): it is kept
+        for the next pipeline's first start. At most one waits; an older one ends."""
+        with self._lock:
+            older, self._stopped = [d for d in self._stopped if d.running], [driver]
+        for extra in older:
+            extra.kill()  # it runs no query: nothing to stop cleanly
 
     def wait_until_ready(self, timeout_s: float = 120) -> bool:
         """Wait (at most ``timeout_s``) until every standby is ready; ``True`` if they all are."""
@@ -148,13 +186,15 @@ class DriverPool:
 
     def trim(self, keep: int) -> int:
         """Keep at most ``keep`` standbys (the warmest); from now on a crash boots ``max(keep, 1)``.
-        Returns how many were stopped."""
+        Drivers that stopped a pipeline and wait again end too. Returns how many were stopped."""
         with self._lock:
             self.standby = max(keep, 1)
             self.warm_up = True
             self._ready = [d for d in self._ready if d.running]
             self._ready.sort(key=lambda d: not d.warm)
             extra, self._ready = self._ready[keep:], self._ready[:keep]
+            extra += [d for d in self._stopped if d.running]
+            self._stopped = []
         for driver in extra:
             driver.kill()
         return len(extra)

@@ -7,7 +7,9 @@ A **driver home** belongs to one driver process (a fresh one for every start and
     assignment.json   the run it is given: variant, topic, sink, checkpoint (see Pipeline.start)
     crash             the armed crash point, if any (see crashpoints.py)
     crash.fired       the crash that fired: "<point> <batch>"
-    stop              created by the notebook to ask for a clean stop
+    stop              created by the notebook to ask for a clean stop ("recycle" in it: stop the
+                      pipeline's query, then wait for another pipeline's first start, see drivers.py)
+    idle              written by a driver that stopped its pipeline and waits again: how many it ran
     error.txt         the error's last lines, if the query or the driver failed
     dump.request      created by the notebook to ask for the rows of an in-memory sink
     dump.jsonl        the driver's answer
@@ -68,6 +70,10 @@ class DriverHome:
         return self.path / "stop"
 
     @property
+    def idle(self) -> Path:
+        return self.path / "idle"
+
+    @property
     def error(self) -> Path:
         return self.path / "error.txt"
 
@@ -91,6 +97,27 @@ class DriverHome:
             return json.loads(self.assignment.read_text())
         except (OSError, json.JSONDecodeError):
             return None
+
+    def asked_to_recycle(self) -> bool:
+        try:
+            return self.stop.read_text().strip() == "recycle"
+        except OSError:
+            return False
+
+    def clear_for_next_pipeline(self, served: int) -> None:
+        """In the driver, after a clean stop: forget the pipeline's files, then say it waits again.
+        The crash file goes first, so no crash armed for the old pipeline can fire in the next one."""
+        for f in (self.crash, self.path / "crash.fired", self.error, self.dump_request, self.dump,
+                  self.assignment, self.stop):
+            f.unlink(missing_ok=True)
+        write_atomically(self.idle, f"{served}\n")
+
+    def idle_after(self) -> int:
+        """How many pipelines the driver had run when it last said it waits again (0: never)."""
+        try:
+            return int(self.idle.read_text().strip())
+        except (OSError, ValueError):
+            return 0
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,11 @@
     pipe.restart(); pipe.drain()
     print(pipe.ledger().verdict_line())
 
-Every start and restart is a new driver process (see drivers.py), in a process group of
-its own: a crash SIGKILLs the Python driver and its JVM together, a process crash (the
-machine and its page cache live on), while the notebook keeps running. The pipeline
+Every restart is a new driver process (see drivers.py), in a process group of its own: a
+crash SIGKILLs the Python driver and its JVM together, a process crash (the machine and its
+page cache live on), while the notebook keeps running. A pipeline's first start may take a
+driver that ran another pipeline of the lesson and was stopped cleanly (its JVM is warm), never
+one that touched this pipeline's checkpoint or sink. The pipeline
 remembers every order it produced, so the ledger can reconcile what went into Kafka with
 what reached the sink.
 """
@@ -59,6 +61,12 @@ class Crash:
         return {**asdict(self), "by_sigkill": self.by_sigkill}
 
 
+SECOND_DRIVER = ("Pipeline {name!r} is already running in this lesson (driver pid {holder}), started by another "
+                 "Pipeline object, perhaps by running its cell twice. Two drivers must never share one checkpoint. "
+                 "Stop it first: lesson.cleanup() stops every pipeline of the lesson (or call .stop() on the "
+                 "Pipeline you created first), then create this one again.")
+
+
 class Pipeline(PipelineRecord):
     """One pipeline variant of a lesson, with its topic, sink, checkpoint and driver process."""
 
@@ -95,6 +103,7 @@ class Pipeline(PipelineRecord):
         self.failure: str | None = None  # a learner's pipeline that failed: why, in one line (set by labs)
         self.starts = 0
         self.driver: drivers.Driver | None = None
+        self._handed_back = False  # stopped cleanly, its driver now waits for another pipeline
         self._new_query = False
         self._started_at = 0.0
         self._listeners: list = []
@@ -111,18 +120,20 @@ class Pipeline(PipelineRecord):
     # ---- process control ---------------------------------------------------
     @property
     def running(self) -> bool:
-        return self.driver is not None and self.driver.running
+        return self.driver is not None and not self._handed_back and self.driver.running
 
     @property
     def isActive(self) -> bool:  # so lesson.cleanup() treats it like a query
         return self.running
 
     @property
-    def pid(self) -> int | None:
-        return self.driver.pid if self.driver is not None else None
+    def pid(self) -> int | None:  # None once stopped: its driver may run another pipeline now
+        return self.driver.pid if self.driver is not None and not self._handed_back else None
 
     @property
     def returncode(self) -> int | None:
+        if self._handed_back:  # stopped cleanly; the process went on to wait for another pipeline
+            return 0
         return None if self.driver is None else self.driver.returncode
 
     def on_change(self, callback) -> None:
@@ -137,11 +148,7 @@ class Pipeline(PipelineRecord):
     def _refuse_second_driver(self) -> None:
         holder = self.folder.holder()
         if holder is not None:
-            raise CourseError(
-                f"Pipeline {self.name!r} is already running in this lesson (driver pid {holder}), started by "
-                "another Pipeline object, perhaps by running its cell twice. Two drivers must never share one "
-                f"checkpoint. Stop it first: lesson.cleanup() stops every pipeline of the lesson (or call "
-                f".stop() on the Pipeline you created first), then create this one again.")
+            raise CourseError(SECOND_DRIVER.format(name=self.name, holder=holder))
 
     def start(self, wait: bool = True) -> "Pipeline":
         """Start a driver on the pipeline; with ``wait``, return once its query runs and has fixed its start offsets."""
@@ -166,8 +173,10 @@ class Pipeline(PipelineRecord):
         self._new_query = not (Path(self.checkpoint) / "offsets").exists()
         self._started_at = time.time()
         statusline.say(f"{self.name}: starting a driver (run {self.starts})")
-        self.driver = drivers.pool().take()
-        self.driver.assign(spec)
+        touches = {str(self.checkpoint_root), str(self.sink)}  # a first start may take a warm driver
+        self.driver = drivers.pool().take(fresh=self.starts > 1, touches=touches)
+        self._handed_back = False
+        self.driver.assign(spec, touches)
         processes.append_jsonl(self.folder.runs, {"run": self.starts, "pid": self.driver.pid,
                                                   "home": str(self.driver.home.path)})
         if wait:
@@ -221,10 +230,12 @@ class Pipeline(PipelineRecord):
         return self.driver.error_tail(lines) if self.driver is not None else "(never started)"
 
     def stop(self) -> None:
-        """Ask the driver to stop its query cleanly, and wait for it."""
+        """Ask the driver to stop its query cleanly, and wait for it (it may then serve another pipeline)."""
         if self.running:
             statusline.say(f"{self.name}: stopping its query")
-            self.driver.stop()
+            if self.driver.stop(recycle=True):
+                self._handed_back = True
+                drivers.pool().give_back(self.driver)
             self._changed()
 
     def _stop_unless_in_a_panel(self) -> None:

@@ -89,3 +89,18 @@ def test_reads_and_transaction_statements_are_not_counted(driver):
     crashpoints.arm(crash_file, "mid_sink_write", batch=3)
     assert run("reads_and_transactions_only") == 0
     assert crashpoints.fired(crash_file) is None
+
+
+def test_uninstall_gives_sqlite_its_own_connect_back(tmp_path):
+    """A driver that goes on to another pipeline after a clean stop (drivers.py) uninstalls the trap."""
+    real = sqlite3.connect
+    try:
+        dbwrites.install(tmp_path / "crash", tmp_path / "ckpt")
+        dbwrites.install(tmp_path / "crash", tmp_path / "ckpt")  # twice: still one layer
+        assert sqlite3.connect is not real and sqlite3.connect.deliverylab_real_connect is real
+        dbwrites.uninstall()
+        assert sqlite3.connect is real
+        dbwrites.uninstall()  # nothing installed: nothing changes
+        assert sqlite3.connect is real
+    finally:
+        sqlite3.connect = real
