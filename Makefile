@@ -10,10 +10,11 @@ NOTEBOOK_DIRS := notebooks labs solutions
 # A kernel gets 180 s to start (nbval's default is 60): on two cores busy with Spark drivers, a kernel
 # start once took longer than 60 s and failed a whole notebook's cells.
 # Notebooks run NBVAL_WORKERS at a time, a module's notebooks on one worker: much of a lesson is a driver
-# booting or a batch draining, so with two at a time the two cores were idle 14 % of the time, with three
-# 5 % (every notebook: 682 s instead of 700 s, two fresh runs an hour apart, so within the machine's noise).
-# NBVAL_WORKERS=0 runs them one by one.
-NBVAL_WORKERS ?= 3
+# booting or a batch draining, so one at a time leaves a core idle. Two at a time took as long as three
+# (574 s against 571 s for every notebook, measured in a row) and 5 % less CPU (1041 against 1099 CPU
+# seconds): a third notebook only makes the other two wait, and what waits (pipelines polling their topic,
+# standbys, the broker) still costs CPU. NBVAL_WORKERS=0 runs them one by one.
+NBVAL_WORKERS ?= 2
 NBVAL_ONE_BY_ONE := --nbval-lax --nbval-cell-timeout=600 --nbval-kernel-startup-timeout=180 --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	-p deliverylab.stack.nbcapture
 NBVAL := $(NBVAL_ONE_BY_ONE) -n $(NBVAL_WORKERS) --dist loadscope
