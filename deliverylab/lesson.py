@@ -200,7 +200,7 @@ def _wipe(lesson: Lesson) -> tuple[int, int]:
     refuse_unless_own(lesson.topic_prefix)
     names = kafka.topics(lesson.bootstrap, prefix=lesson.topic_prefix) or []
     kafka.delete_topics(lesson.bootstrap, names)
-    groups = _delete_groups(lesson.bootstrap, lesson.topic_prefix) if names else 0
+    groups = _delete_groups(lesson.bootstrap, lesson.topic_prefix)  # also when its topics are gone already
     shutil.rmtree(lesson.folder, ignore_errors=True)
     for sub in ("checkpoints", "tables"):
         (lesson.folder / sub).mkdir(parents=True, exist_ok=True)

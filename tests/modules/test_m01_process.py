@@ -6,6 +6,7 @@ back and polls again; the run log's "put_back" events keep the harness's counts 
 """
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -17,6 +18,9 @@ from deliverylab.modules.m01 import process
 from deliverylab.modules.m01.process import group_is_stable, put_back
 
 ORDERS = 30
+#: Each run's groups get names of their own: a consumer left "rebalancing" by the stuck tests leaves its group
+#: only when its session times out, so a rerun a few seconds later that reused the name would wait for it.
+RUN = f"run{os.getpid()}"
 
 
 # --------------------------------------------------------------------------- the run log, no broker
@@ -90,7 +94,7 @@ def poll_some(consumer, timeout_s=30) -> dict:
 
 @pytest.mark.stack
 def test_a_group_is_stable_only_once_joined(lesson):
-    consumer = consumer_for(lesson, f"{lesson.topic_prefix}stable")
+    consumer = consumer_for(lesson, f"{lesson.topic_prefix}stable-{RUN}")
     try:
         assert not group_is_stable(consumer)  # subscribed, not joined yet
         poll_some(consumer)
@@ -101,7 +105,7 @@ def test_a_group_is_stable_only_once_joined(lesson):
 
 @pytest.mark.stack
 def test_put_back_makes_the_next_poll_return_the_same_records(lesson):
-    consumer = consumer_for(lesson, f"{lesson.topic_prefix}put-back", knows_partitions_first=True)
+    consumer = consumer_for(lesson, f"{lesson.topic_prefix}put-back-{RUN}", knows_partitions_first=True)
     try:
         first = poll_some(consumer)
         put_back(consumer, first)
@@ -131,7 +135,7 @@ def _stuck_rebalancing(consumer) -> bool:
 
 @pytest.mark.stack
 def test_polling_alone_never_settles_a_group_stuck_rebalancing_but_put_back_does(lesson):
-    consumer = consumer_for(lesson, f"{lesson.topic_prefix}stuck")
+    consumer = consumer_for(lesson, f"{lesson.topic_prefix}stuck-{RUN}")
     try:
         deadline = time.monotonic() + 30
         while not (poll_some(consumer) and group_is_stable(consumer) and _stuck_rebalancing(consumer)):
@@ -174,7 +178,7 @@ def _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, group: str, al
 
 @pytest.mark.stack
 def test_the_loop_gets_through_a_group_stuck_rebalancing(lesson, monkeypatch):
-    events = _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, f"{lesson.topic_prefix}loop", always=False)
+    events = _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, f"{lesson.topic_prefix}loop-{RUN}", always=False)
     assert [e["event"] for e in events].count("put_back") >= 1
     assert events[-1] == {"event": "end", "reason": "drained", "batches": 3, "records": ORDERS}
 
@@ -183,4 +187,4 @@ def test_the_loop_gets_through_a_group_stuck_rebalancing(lesson, monkeypatch):
 def test_the_loop_stops_with_a_clear_error_if_the_group_never_settles(lesson, monkeypatch):
     monkeypatch.setattr(process, "MAX_PUT_BACKS", 5)
     with pytest.raises(CourseError, match="kept rebalancing: 5 batches in a row"):
-        _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, f"{lesson.topic_prefix}never", always=True)
+        _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, f"{lesson.topic_prefix}never-{RUN}", always=True)
