@@ -19,7 +19,7 @@ Reading what Spark, Delta and Kafka leave behind (no Spark needed)
     charts       the course's one chart style
 
 Labs, quizzes and progress
-    labs         labs generated from solutions          checks    checks with hints, todo()
+    labs         labs generated from solutions          checks/   checks with hints, todo(), hidden runs
     quiz         quizzes and predictions (ipywidgets)    progress  the learner's progress store
     todos        an unfinished exercise in one line (a todo() left in a function, a name not set yet)
 

@@ -14,6 +14,6 @@ own (the learner id prefixes them all), and their results reach a class board.
     site      ``make site``: every lesson, executed, as HTML pages with charts and prev/next links
     roomload  ``python -m deliverylab.workshop.roomload``: a full room measured on a class broker (not in make test)
 
-Who calls in: progress.py (after recording), checks.py (a check's result), ledger.py (a verdict),
+Who calls in: progress.py (after recording), checks/ (a check's result), ledger.py (a verdict),
 lesson.py (presence at setup), deliverylab.setup (the button), __main__ (board, workshop, site).
 """

@@ -2,7 +2,7 @@
 
 Only in shared-broker mode (settings().shared): otherwise every function here returns at once
 and nothing is sent. The progress store, the checks and the ledger call in after they have
-done their own work (progress.py, checks.py, ledger.py); setup says hello (presence.py).
+done their own work (progress.py, checks/, ledger.py); setup says hello (presence.py).
 
 An event is one small JSON object on the class topic (config.CLASS_TOPIC, keyed by learner):
 
@@ -114,7 +114,7 @@ def progress_changed(status) -> None:
 
 
 def check_result(module: str, description: str, status: str) -> None:
-    """checks.py calls this for every PASS and FAIL of a lab check."""
+    """checks/ calls this for every PASS and FAIL of a lab check."""
     if status in ("PASS", "FAIL"):
         publish("check", module, description=description, status=status)
 

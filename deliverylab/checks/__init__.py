@@ -26,6 +26,13 @@ check it depends on has not passed.
 ``LabTodo``, which Jupyter shows as one friendly line instead of a traceback.
 
 Nothing here imports Spark: types are recognised by name (see ``is_type``).
+
+A check is only as good as the wrong answers it rejects, so a lab's checks judge the learner's
+code on runs the learner has not seen as well as the one shown (``hidden``: scenarios drawn from
+a seed, and ``Checks.on_runs``): a number copied from a printout, or an answer right only on the
+demo's data, passes the shown run and fails a hidden one, with the seed in its FAIL line.
+
+    hidden   hidden runs: seeds, scenarios built from them, experiments run once per run
 """
 from __future__ import annotations
 
@@ -330,6 +337,23 @@ class Checks:
 
         self._check(description, value, verdict, hint=hint, depends_on=depends_on, id=id)
 
+    def on_runs(self, description: str, answer: Any, runs, judge: Callable[[Any, Any], Any], *,
+                hint: str | None = None, depends_on: str | Iterable[str] | None = None, id: str | None = None) -> None:
+        """Pass when ``judge(answer, run)`` finds nothing wrong on every run of ``runs`` (a ``hidden.Runs``: the
+        run shown and hidden ones). ``judge`` returns None, or ``(expected, found)`` for the run it fails on."""
+        from . import hidden
+
+        def verdict(value: Any) -> _Verdict:
+            try:
+                details = hidden.judge_runs(value, runs, judge)
+            except Exception as error:  # an unfinished TODO met inside a run: this check waits for it
+                if _is_todo_error(error):
+                    raise _Skipped(f"an earlier step is not done yet: {todo_text(error)}") from None
+                raise
+            return _Verdict(details is None, details or [])
+
+        self._check(description, answer, verdict, hint=hint, depends_on=depends_on, id=id)
+
     # ---- results
 
     @property
@@ -380,7 +404,7 @@ class Checks:
         if result.passed and self.record:
             self._record("record_check", self.module, description)
         if self.record:
-            from .workshop import events  # the class board, in shared-broker mode only
+            from ..workshop import events  # the class board, in shared-broker mode only
 
             events.check_result(self.module, description, result.status)
 
@@ -413,7 +437,7 @@ class Checks:
     def _record(self, function: str, *args: str) -> None:
         """Save progress; a broken progress file must never break a lab."""
         try:
-            from . import progress
+            from .. import progress
 
             getattr(progress, function)(*args)
         except Exception as error:  # noqa: BLE001 - reported, never raised
@@ -422,8 +446,8 @@ class Checks:
 
 def _login_hint(error: BaseException) -> str | None:
     """On a class broker with logins, the line for a Kafka client built without the login (stack/loginhint.py)."""
-    from .config import settings
-    from .stack import loginhint
+    from ..config import settings
+    from ..stack import loginhint
 
     return loginhint.hint(error, settings().kafka_login)
 
