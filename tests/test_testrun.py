@@ -27,7 +27,8 @@ def test_the_table_shows_wall_and_cpu_seconds_and_the_run_before():
     assert table[-1].split() == ["in", "all", "302", "531", "1.76", "662", "FAILED"]
     partly = testrun.phase_table(phases, previous={"setup": 160.0})  # another set of phases: no sum before
     assert partly[2].split()[-2] == "160" and partly[-1].split() == ["in", "all", "302", "531", "1.76", "FAILED"]
-    assert testrun.phase_table(phases[:1], hog_s=99.6)[-1] == "(a busy process held one core throughout: 100 CPU s, not counted above)"
+    assert testrun.phase_table(phases[:1], hog_s=99.6)[-1] == \
+        "(a busy process held 1.00 of a core throughout: 100 CPU s, not counted above)"
 
 
 def test_a_phase_not_run_is_left_out_of_the_sums():
