@@ -7,7 +7,9 @@
     ranges   a batch's offset range as Spark reported it (progress) and as a learner wrote it
     limits   how maxOffsetsPerTrigger shares a batch out between partitions (share_out), and topics
              whose partitions are filled, or added, by hand
-    lab      the lab's checks, one function per exercise
+    crashed  crashed_copy: a copy of a pipeline as a crash in batch N would have left it (offsets/N, no
+             commits/N, no progress record), for the lab's hidden runs
+    lab      the lab's checks, one function per exercise, and their hidden runs
 
     from deliverylab.modules import m02
     m02.groups_reading(lesson.bootstrap, pipe.topic)      # {} while only Spark reads the topic
