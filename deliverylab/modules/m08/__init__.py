@@ -7,6 +7,8 @@
     audit     Delta's history() as the audit trail: one STREAMING UPDATE version per batch, and how far back
               it reaches (delta.logRetentionDuration) and which LogStore S3 would get
     lab       the lab's checks
+    hidden_runs  the lab's hidden runs: another pipeline's crash points, a kill right after the sink's commit,
+              another table's history, the variants drawn for the kernel
 """
 from . import audit, chaos_run, matrix, price
 

@@ -1,32 +1,90 @@
 """Lab 08's checks, one function per exercise (the lab calls them; tests plant wrong answers).
 
-Answers are passed as lambdas, so a check whose exercise is not done yet says SKIP.
+Answers are passed as lambdas, so a check whose exercise is not done yet says SKIP. Each exercise is also judged on
+a hidden run (checks/hidden.py; the runs themselves are built in hidden_runs.py): the plan function on the crash
+points of a pipeline that names points of its own; the pipeline, kept from its chaos run, crashed once more right
+after its sink committed a batch in which several orders share a customer and an event time; the audit function on
+the history of another table (a log cleaned up, a redeploy and a second query writing at the same time); the
+predictions on three variants drawn for the kernel, one of each group, instead of three the lab names.
 """
 from __future__ import annotations
 
+import random
 from typing import Callable
 
+from ...checks import hidden
 from ...crashlab.crashpoints import CRASH_NOW, CRASH_POINTS
-from .audit import STREAMING_UPDATE
+from . import hidden_runs
+from .audit import STREAMING_UPDATE, Version
 from .matrix import OUTCOMES, picks, runnable
 
-
-#: The first check of exercise 2's chaos run: the others need a run that did not fail.
+LAB = "08-capstone-lab"
+#: The first check of exercise 1's chaos run: the others need a run that did not fail.
 RAN = "your pipeline ran through your plan"
 
 
+# --------------------------------------------------------------------------- exercise 2: the plan
+
+
+def _plan(fn, points) -> list:
+    plan = fn(dict(points))
+    if isinstance(plan, str) or not all(isinstance(p, str) for p in (plan or [])):
+        raise ValueError(f"chaos_plan returned {plan!r}: return a list of crash point names")
+    return list(plan)
+
+
 def check_plan(checks, plan: Callable) -> None:
-    """Exercise 2: a chaos plan with every named crash point and at least one random kill."""
-    checks.that("your plan has every named crash point", lambda: set(CRASH_POINTS) <= set(plan()),
-                expected=", ".join(CRASH_POINTS), found=lambda: plan(),
-                hint="A plan is a list of crash point names; deliverylab.crashlab.crashpoints.CRASH_POINTS names them.")
-    checks.that("your plan has a random kill too", lambda: CRASH_NOW in plan(),
-                expected=f"{CRASH_NOW!r} at least once", found=lambda: plan(),
-                hint=f"A random kill is the point {CRASH_NOW!r}: the driver dies wherever it is.")
+    """Exercise 2: ``chaos_plan(points)``, every crash point of a pipeline and at least one random kill, on the
+    course's named points and, hidden, on the points of a pipeline that names some of its own."""
+    function = "chaos_plan is a function of a pipeline's crash points"
+    checks.that(function, lambda: callable(plan()), expected="def chaos_plan(points): ... return [...]",
+                found=lambda: f"{plan()!r} ({type(plan()).__name__})",
+                hint="Define a function that takes the crash points (a dict: name -> what the point leaves behind) "
+                     "and returns the plan, a list of names; the chaos cell calls it.")
+    runs = hidden.Runs(f"{LAB}:plan", shown=lambda: dict(CRASH_POINTS), hidden=hidden_runs.points_of_a_pipeline)
+
+    def every_point(fn, points):
+        made = _plan(fn, points)
+        missing = [p for p in points if p not in made]
+        unknown = [p for p in made if p not in points and p != CRASH_NOW]
+        if not missing and not unknown:
+            return None
+        return (f"each of {', '.join(points)}",
+                "; ".join(part for part in (f"missing {missing}" if missing else "",
+                                            f"not a crash point of this pipeline: {unknown}" if unknown else "") if part))
+
+    def a_random_kill(fn, points):
+        made = _plan(fn, points)
+        return None if CRASH_NOW in made else (f"{CRASH_NOW!r} at least once", f"{made}")
+
+    checks.on_runs("your plan has every crash point of the pipeline", plan, runs, every_point, depends_on=function,
+                   hint="Build the plan from the points you are given: a pipeline may name crash points of its own "
+                        "(variants.VARIANTS['control_table_after'].crash_points), and a plan must crash it there too.")
+    checks.on_runs("your plan has a random kill too", plan, runs, a_random_kill, depends_on=function,
+                   hint=f"A random kill is the point {CRASH_NOW!r}: the driver dies wherever it is.")
 
 
-def check_chaos(checks, result: Callable) -> None:
-    """Exercise 1 + 2: your pipeline through your plan, every crash fired where it was armed, nothing lost or doubled."""
+# --------------------------------------------------------------------------- exercise 1: the pipeline under chaos
+
+
+def _counts(found) -> tuple[int, int]:
+    """(lost, duplicated) of the chaos run's ledger dict or of a Ledger."""
+    return (found["lost"], found["duplicated"]) if isinstance(found, dict) else (found.lost, found.duplicated)
+
+
+def check_chaos(checks, result: Callable, crash_again: Callable | None = None) -> None:
+    """Exercise 1 + 2: your pipeline through your plan, every crash fired where it was armed, nothing lost or
+    doubled; then, hidden, the same pipeline crashed once more right after its sink committed a batch
+    (``crash_again(rng)`` runs it; default: hidden_runs.crash_after_its_commit on the pipeline the run kept)."""
+    exercise = f"{LAB}:chaos"
+    seed = hidden.seed_for(exercise)
+
+    def again(rng):
+        done = result().setdefault("hidden_runs", {})  # a check cell run twice does not crash the pipeline twice
+        if seed not in done:
+            done[seed] = (crash_again or (lambda r: hidden_runs.crash_after_its_commit(result()["pipe"], r)))(rng)
+        return done[seed]
+
     def fired_as_planned():
         crashes = result()["crashes"]
         return [c["point"] for c in crashes] == list(result()["plan"]) and all(c["by_sigkill"] for c in crashes)
@@ -37,38 +95,104 @@ def check_chaos(checks, result: Callable) -> None:
     checks.that("every crash of your plan killed the driver", fired_as_planned,
                 expected="one SIGKILL per point of the plan", found=lambda: [c["point"] for c in result()["crashes"]],
                 hint="Run the chaos cell with plan=my_plan and keep_pipe=True.", depends_on=RAN)
-    checks.that("no order lost", lambda: result()["ledger"]["lost"] == 0,
-                expected="0 lost", found=lambda: f"{result()['ledger']['lost']} lost",
-                hint="Does your query keep its progress in out.checkpoint and read the topic from 'earliest'?",
-                depends_on=RAN)
-    checks.that("no order written twice", lambda: result()["ledger"]["duplicated"] == 0,
-                expected="0 duplicated", found=lambda: f"{result()['ledger']['duplicated']} duplicated",
-                hint="A replayed batch was written again. Which sink remembers the batches it has committed "
-                     "(or which writer options make Delta skip a batch it has seen)?", depends_on=RAN)
+    runs = hidden.Runs(exercise, shown=lambda: result()["ledger"], hidden=again)
+    checks.on_runs("no order lost", result, runs,
+                   judge=lambda _, found: None if _counts(found)[0] == 0 else ("0 lost", f"{_counts(found)[0]} lost"),
+                   hint="Does your query keep its progress in out.checkpoint, and write every order it reads (no "
+                        "filter, no deduplication on fields that two orders can share)?", depends_on=RAN)
+    checks.on_runs("no order written twice", result, runs,
+                   judge=lambda _, found: None if _counts(found)[1] == 0 else
+                   ("0 duplicated", f"{_counts(found)[1]} duplicated"),
+                   hint="A replayed batch was written again. Which sink remembers the batches it has committed, in "
+                        "the same commit as their data (or which writer options make Delta skip a batch it has "
+                        "seen)? A marker written after the data leaves a moment where a kill repeats the batch.",
+                   depends_on=RAN)
 
 
-def check_audit(checks, my_batch_ids: Callable, versions: Callable, with_data: Callable) -> None:
-    """Exercise 3: the batch id of every version of your table, read from its history. The table has versions
-    of two queries (the lab redeployed the pipeline on a new checkpoint), so a version is not its batch id."""
-    real = lambda: [v.batch for v in versions()]  # noqa: E731 - read lazily, like the answers
-    checks.that("every version of your table is a streaming write", lambda: all(v.operation == STREAMING_UPDATE
-                                                                                for v in versions()),
+# --------------------------------------------------------------------------- exercise 3: the audit
+
+
+class TableReader:
+    """What the audit checks read from the learner's table, each read once: its history (the DataFrame, its rows as
+    audit.Version), the checkpoint's committed batches with data, and hidden histories built in its schema."""
+
+    def __init__(self, spark, pipe: Callable):
+        self.spark, self.pipe = spark, pipe
+        self._frame = self._versions = self._with_data = None
+
+    def history(self):
+        if self._frame is None:
+            from delta.tables import DeltaTable
+
+            self._frame = DeltaTable.forPath(self.spark, self.pipe().sink).history()
+        return self._frame
+
+    def versions(self) -> list[Version]:
+        if self._versions is None:
+            found = []
+            for r in self.history().select("version", "operation", "operationParameters").collect():
+                params = r.operationParameters or {}
+                epoch = params.get("epochId")
+                found.append(Version(r.version, r.operation, int(epoch) if epoch is not None else None,
+                                     params.get("queryId")))
+            self._versions = sorted(found, key=lambda v: v.version)
+        return self._versions
+
+    def with_data(self) -> set[int]:
+        if self._with_data is None:
+            from .audit import batches_with_data
+
+            self._with_data = batches_with_data(self.pipe())
+        return self._with_data
+
+    def frame(self, rows: list[dict]):
+        return hidden_runs.history_frame(self.spark, rows, like=self.history())
+
+
+def check_audit(checks, batch_ids: Callable, pipe: Callable = None, spark=None, reader=None) -> None:
+    """Exercise 3: ``batch_ids(history)``, the batch id of every version oldest first, called on the history of
+    your table (two queries: the lab redeployed the pipeline on a new checkpoint, so a version is not its batch
+    id) and on a hidden history; and what the history says about your pipeline. ``reader``: a TableReader (tests
+    pass one of their own)."""
+    reader = reader or TableReader(spark, pipe)
+    versions = reader.versions
+    streaming = "every version of your table is a streaming write"
+    checks.that(streaming, lambda: all(v.operation == STREAMING_UPDATE for v in versions()),
                 expected=f"operation {STREAMING_UPDATE!r} everywhere",
                 found=lambda: sorted({v.operation for v in versions()}),
                 hint="Only Delta's streaming sink (writeStream.format('delta')) records the batch id in the history.")
-    checks.that("the batch id of every version, oldest first", lambda: list(my_batch_ids()) == real(),
-                expected="the epochId of each version, oldest first",
-                found=lambda: f"{list(my_batch_ids())}{_what_it_is(list(my_batch_ids()), versions())}",
-                hint="history() lists the newest version first, and puts the batch id in operationParameters "
-                     "under 'epochId' (a string).")
+    function = "batch_ids is a function of a table's history"
+    checks.that(function, lambda: callable(batch_ids()), expected="def batch_ids(history): ... return [...]",
+                found=lambda: f"{batch_ids()!r} ({type(batch_ids()).__name__})",
+                hint="Define a function that takes a history DataFrame and returns the list; the check calls it on "
+                     "your table's history and on another table's.")
+
+    def hidden_table(rng):
+        rows = hidden_runs.history_rows(rng)
+        return reader.frame(rows), hidden_runs.versions_of(rows)
+
+    runs = hidden.Runs(f"{LAB}:audit", shown=lambda: (reader.history(), versions()), hidden=hidden_table)
+
+    def judge(fn, run):
+        frame, table = run
+        answer, right = list(fn(frame)), [v.batch for v in table]
+        return None if answer == right else ("the epochId of each version, oldest first",
+                                             f"{answer}{_what_it_is(answer, table)}")
+
+    checks.on_runs("the batch id of every version, oldest first", batch_ids, runs, judge,
+                   depends_on=[streaming, function],
+                   hint="history() lists the newest version first, and puts the batch id in operationParameters "
+                        "under 'epochId' (a string); the version number is the order. Read them from the history "
+                        "you are given: it may begin after older versions were cleaned up, and two queries may "
+                        "write one table at the same time.")
     pairs = lambda: [(v.query, v.batch) for v in versions()]  # noqa: E731
     checks.that("no query's batch twice in the history", lambda: len(set(pairs())) == len(pairs()),
-                expected="each (query id, batch id) once", found=lambda: real(),
+                expected="each (query id, batch id) once", found=lambda: [v.batch for v in versions()],
                 hint="A batch id twice for one query means a replay was committed again: look at your sink.")
     last_query = lambda: {v.batch for v in versions() if v.query == versions()[-1].query}  # noqa: E731
-    checks.that("every batch with data is in the history", lambda: with_data() <= last_query(),
+    checks.that("every batch with data is in the history", lambda: reader.with_data() <= last_query(),
                 expected="the checkpoint's committed batches with data",
-                found=lambda: sorted(with_data() - last_query()),
+                found=lambda: sorted(reader.with_data() - last_query()),
                 hint="A committed batch missing from the table lost its orders.")
 
 
@@ -80,24 +204,45 @@ def _what_it_is(answer: list, versions) -> str:
         return " (the right ids, newest first)"
     if answer == [str(v.batch) for v in versions]:
         return " (the right ids, as text)"
+    if sorted(answer, key=str) == sorted((v.batch for v in versions), key=str):
+        return " (the right ids, in another order: the version number is the order)"
     return ""
 
 
+# --------------------------------------------------------------------------- exercise 4: predictions
+
+
+def variants_to_run() -> list[str]:
+    """The three variants the lab runs for this kernel (its exercise seed): one of each group of hidden_runs."""
+    return hidden_runs.drawn_variants(random.Random(hidden.seed_for(f"{LAB}:predictions")))
+
+
 def check_predictions(checks, predictions: Callable, rows: Callable) -> None:
-    """Exercise 4: a prediction for every variant, and the ones the lab ran match what was observed."""
+    """Exercise 4: a prediction for every variant, and the ones the lab ran (drawn for this kernel) match what was
+    observed."""
     def missing():
         return [v for v in runnable() if picks(predictions()).get(v, "?") == "?"]
 
-    checks.that("a prediction for every variant", lambda: not missing(),
+    every = "a prediction for every variant"
+    checks.that(every, lambda: not missing(),
                 expected=f"{len(runnable())} variants", found=lambda: f"no prediction for {', '.join(missing())}",
                 hint="Your dict needs one key per name in matrix.runnable().")
-    checks.that("every prediction is a verdict", lambda: set(picks(predictions()).values()) <= set(OUTCOMES),
+    verdicts = "every prediction is a verdict"
+    checks.that(verdicts, lambda: set(picks(predictions()).values()) <= set(OUTCOMES),
                 expected=" | ".join(OUTCOMES), found=lambda: sorted(set(picks(predictions()).values()) - set(OUTCOMES)),
                 hint="Spell each prediction as one of matrix.OUTCOMES.")
-    checks.that("your predictions match the variants the lab ran",
-                lambda: all(picks(predictions()).get(r.variant) == r.observed for r in rows()),
-                expected="predicted == observed", found=lambda: {r.variant: f"predicted {picks(predictions()).get(r.variant)}, "
-                                                                 f"observed {r.observed}" for r in rows()
-                                                                 if picks(predictions()).get(r.variant) != r.observed},
-                hint="For each, ask: what happens to a batch written but not committed when the driver dies, "
-                     "and where does the restart begin?")
+    runs = hidden.Runs(f"{LAB}:predictions", hidden=lambda rng: (list(rows()), hidden_runs.drawn_variants(rng)))
+
+    def judge(given, run):
+        ran, drawn = run
+        if sorted(r.variant for r in ran) != sorted(drawn):
+            return (f"rows of the variants lab.variants_to_run() drew: {', '.join(drawn)}",
+                    f"rows of {', '.join(r.variant for r in ran) or 'no variant'}: run the cell as the lab has it")
+        chosen = picks(given)
+        wrong = {r.variant: f"predicted {chosen.get(r.variant)}, observed {r.observed}" for r in ran
+                 if chosen.get(r.variant) != r.observed}
+        return None if not wrong else ("predicted == observed", wrong)
+
+    checks.on_runs("your predictions match the variants the lab ran", predictions, runs, judge,
+                   hint="For each, ask: what happens to a batch written but not committed when the driver dies, "
+                        "and where does the restart begin? Another kernel runs three other variants.")
