@@ -8,7 +8,9 @@ settings ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` make it skip
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
 
 from ... import deltalog
 
@@ -94,6 +96,8 @@ class MergeTrial:
     unchanged: bool | None = None      # the table the same, row for row, after the second run
     statuses: dict | None = None       # order_id -> status at the end
     error: str | None = None           # what the function raised, and on which run
+    merge: Callable | None = field(default=None, repr=False)  # the function tried (the lab runs it again)
+    path: str | None = field(default=None, repr=False)        # where its table was
 
     def line(self) -> str:
         if self.error:
@@ -102,26 +106,43 @@ class MergeTrial:
                 f"| unchanged: {self.unchanged}")
 
 
-def merge_twice(spark, my_merge, batch, path: str) -> MergeTrial:
-    """Run ``my_merge(spark, table, batch)`` on a new empty table at ``path``, then again with the same batch.
+def _snapshot(spark, table: str) -> tuple[dict, str, dict]:
+    """Rows per order, a fingerprint of every row (as :func:`fingerprint`) and each order's status: one read."""
+    rows = spark.read.format("delta").load(table).collect()
+    per_order = Counter(row.order_id for row in rows)
+    stamp = hashlib.sha256(repr(sorted(tuple(str(v) for v in row) for row in rows)).encode()).hexdigest()[:12]
+    return {order: per_order[order] for order in sorted(per_order)}, stamp, {row.order_id: row.status for row in rows}
 
-    An error the function raises is kept (one line), not raised, so the lab's checks can say what it
-    means; an unfinished TODO is raised, so the cell shows the TODO's line."""
+
+def merge_twice(spark, my_merge, batch, path: str, target: list[tuple] | None = None) -> MergeTrial:
+    """Run ``my_merge(spark, table, batch)`` on a new table at ``path``, then again with the same batch.
+
+    The table starts empty, or with the events of ``target`` (tuples as :func:`events` takes them). An error
+    the function raises is kept (one line), not raised, so the lab's checks can say what it means; an
+    unfinished TODO is raised, so the cell shows the TODO's line."""
     from ...checks import LabTodo
     from ...todos import raise_if_todo
 
     raise_if_todo(my_merge)
     from ...sparkerrors import quiet_error_log
 
-    table, trial, run = empty_table(spark, path), MergeTrial(), "on the first run"
+    if target:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+        events(spark, target).write.format("delta").save(path)
+        table = path
+    else:
+        table = empty_table(spark, path)
+    trial, run = MergeTrial(merge=my_merge, path=path), "on the first run"
     try:
         with quiet_error_log():  # an error becomes trial.error's one line, not KBs on stderr
             my_merge(spark, table, batch)
-            trial.after_one, before = rows_per_order(spark, table), fingerprint(spark, table)
+            trial.after_one, before, _ = _snapshot(spark, table)
             run = "on the replay"
             my_merge(spark, table, batch)
-            trial.after_replay, trial.unchanged = rows_per_order(spark, table), before == fingerprint(spark, table)
-            trial.statuses = {row.order_id: row.status for row in spark.read.format("delta").load(table).collect()}
+            trial.after_replay, after, trial.statuses = _snapshot(spark, table)
+            trial.unchanged = before == after
     except LabTodo:
         raise
     except Exception as err:  # noqa: BLE001 - the learner's code: any error is the answer to report

@@ -37,6 +37,27 @@ def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str |
     return pipe, crash
 
 
+def crash_first_batch(lesson, variant, point: str, orders: int = 100, name: str | None = None, **pipeline_args):
+    """Start ``variant`` on a new pipeline, crash it at ``point`` in its first batch of orders (``orders`` of them,
+    sent once it runs), restart it, let it catch up, and stop it: a crash where the sink has never been written
+    before. Returns ``(pipe, crash)``, with failures kept as :func:`crash_and_replay` keeps them.
+
+    Its first start may take a driver that another pipeline stopped cleanly (crashlab/drivers.py), so the restart
+    after the crash is the one driver this run boots."""
+    pipeline_args.setdefault("max_per_batch", 200)
+    pipe = Pipeline(lesson, variant, name=name, **pipeline_args)
+    crash = None
+    try:
+        with failure_kept(pipe):
+            pipe.start()
+            crash = pipe.crash(point, orders=orders)
+            pipe.restart()
+            pipe.drain()
+    finally:
+        pipe.stop()
+    return pipe, crash
+
+
 def replays(pipe) -> list[tuple[str, int, int | None, int]]:
     """For each crash that left a batch to run again:
     ``(crash point, batch id, rows the replay read, rows the batch's recorded range holds)``.
