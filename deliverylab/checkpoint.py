@@ -1,4 +1,7 @@
-"""The one reader of what a streaming query keeps on disk (Spark 4.2's formats, unchanged since 4.0; no Spark needed).
+"""The one reader of what a streaming query keeps on disk (Spark 4.2's default formats, unchanged since 4.0;
+no Spark needed). Spark 4.2 can also write an offset log ``v2`` and commit logs ``v2``/``v3`` (off by default:
+``spark.sql.streaming.offsetLog.formatVersion``, ``spark.sql.streaming.stateStore.checkpointFormatVersion``);
+this reader knows only the defaults.
 
 A checkpoint folder holds:
 
@@ -13,7 +16,13 @@ A checkpoint folder holds:
 
 Batch N reads from where batch N-1 ended (batch 0 from ``sources/<i>/0``) to where
 ``offsets/N`` says. An offsets file without its commit is a batch that was planned but
-not finished: on restart Spark runs it again with the same offsets.
+not finished: on restart Spark runs it again with the same offsets. That holds in micro-batch mode with
+Spark's defaults. In real-time mode ``offsets/N`` is written when batch N ends (lesson 06), and a restart
+deletes an uncommitted one and runs batch N again over whatever has arrived by then
+(``MicroBatchExecution``: ``offsetLog.purgeAfter(lastCommittedBatchId)``); with asynchronous progress
+tracking (the writer option ``asyncProgressTrackingEnabled``, off by default) a batch's offsets are written
+at most once per ``asyncProgressTrackingCheckpointIntervalMs``, and a restart runs everything after the last
+commit on disk as one batch (``AsyncProgressTrackingMicroBatchExecution``).
 
 Spark's file sink keeps a log of the same shape in ``<folder>/_spark_metadata/<N>``: ``v1``
 then one JSON line per file the batch published (``.compact`` files merge older ones).

@@ -23,12 +23,21 @@ def _raise_if_failed(query) -> None:
 
 
 def completed_batches(query) -> int:
-    """How many micro-batches (with or without data) this run of the query has finished."""
+    """How many progress reports this run of the query holds (``len(query.recentProgress)``).
+
+    Spark 4.2 adds one report per finished micro-batch (with or without data) and, while no batch
+    runs, an "idle" report 10 s after the last one (``spark.sql.streaming.noDataProgressEventInterval``;
+    a query that finds nothing to do at its very first trigger reports idle at once); it keeps the latest 99 (one fewer than
+    ``spark.sql.streaming.numRecentProgressUpdates``, 100). So this counts batches only while the
+    query is busy, and only up to 99: where batches matter, count distinct ``batchId`` values or read
+    ``query.lastProgress["batchId"]``. On a new checkpoint the first trigger always runs batch 0 (no
+    start offsets yet counts as new data), so there "at least one report" does mean "batch 0 has run"."""
     return len(query.recentProgress)
 
 
 def wait_for_batches(query, n: int = 1, timeout_s: float = 60) -> int:
-    """Block until the query has completed at least ``n`` micro-batches in this run. Returns the count."""
+    """Block until the query holds at least ``n`` progress reports in this run (see :func:`completed_batches`:
+    batches, while it is busy). Returns the count."""
     _require_query(query)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

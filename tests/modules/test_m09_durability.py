@@ -19,9 +19,11 @@ def test_one_replica_left_reports_the_answers_and_both_readers():
 
 
 def test_an_acknowledged_record_missing_after_a_clean_election_is_lost():
-    lost = durability.AckedThenLost(before=1, acknowledged="written", old_leader=1, new_leader=2, after=1)
+    lost = durability.AckedThenLost(before=1, acknowledged="written", old_leader=1, follower=2, follower_in_isr=True,
+                                    new_leader=2, after=1)
     assert lost.lines()[-1] == "the acknowledged record is lost: True"
-    assert "(a clean election): True" in lost.lines()[1]
+    assert lost.lines()[1] == "the follower was in the in-sync replicas when the leader was killed: True"
+    assert lost.lines()[2] == "the new leader was that follower (a clean election): True"
 
 
 def test_a_record_that_survived_or_was_refused_is_not_called_lost():
@@ -30,7 +32,11 @@ def test_a_record_that_survived_or_was_refused_is_not_called_lost():
                                        new_leader=2, after=1)
     for result in (kept, refused):
         assert result.lines()[-1] == "the acknowledged record is lost: False"
-    assert "(a clean election): False" in durability.AckedThenLost(old_leader=1, new_leader=None).lines()[1]
+    assert "(a clean election): False" in durability.AckedThenLost(old_leader=1, follower=2, new_leader=None).lines()[2]
+    # a leader change alone is not the follower's election (ELR may elect a replica that had left the ISR)
+    other = durability.AckedThenLost(old_leader=1, follower=2, new_leader=3)
+    assert other.lines()[1:3] == ["the follower was in the in-sync replicas when the leader was killed: False",
+                                  "the new leader was that follower (a clean election): False"]
 
 
 def _entry(value, *synonyms):

@@ -39,6 +39,18 @@ def test_two_tasks_sending_the_same_key_at_once_deliver_it_once(tmp_path):
     assert sorted(results) == [False] * 7 + [True] and box.delivered() == ["o-9"]
 
 
+def test_the_outbox_records_each_tasks_attempts_when_the_task_is_named(tmp_path):
+    box = Outbox(tmp_path / "box")
+    box.send("o-1", 0, task=0)
+    box.send("o-1", 1, task=0)   # the killed task's retry
+    box.send("o-2", 0, task=1)
+    box.send("o-3")              # a caller that names no task (the lab's tests, an older log)
+    assert box.calls() == [(0, "o-1"), (1, "o-1"), (0, "o-2"), (0, "o-3")]
+    assert box.attempts_per_task() == {0: {0, 1}, 1: {0}}
+    run = ExecutorKill(attempts_per_task=box.attempts_per_task())
+    assert run.task_line() == "tasks of the batch: 2 | ran a second attempt: 1 | ran once: 1"
+
+
 def test_an_empty_outbox_has_no_calls(tmp_path):
     assert Outbox(tmp_path / "never").calls() == [] and Outbox(tmp_path / "never").delivered() == []
 

@@ -11,8 +11,9 @@ replaces the producer module's logger with one that drops everything, for the re
 
 :func:`check` builds a producer with the given settings, sends one order to a topic of its own,
 and asks the broker whether an idempotent producer wrote it: an idempotent producer has a
-producer id, which the broker keeps per partition (Kafka's DescribeProducers request); a plain
-producer writes with no producer id, so the broker keeps nothing.
+producer id, which the broker keeps per partition (Kafka's DescribeProducers request) until that
+producer has written nothing there for ``producer.id.expiration.ms`` (a day by default, Kafka 4.3's
+``ProducerStateManager``); a plain producer writes with no producer id, so the broker keeps nothing.
 
     >>> print(m04.defaults.check(lesson, "acks-1", dict(acks=1)).line())
     acks=1 ... idempotent: no | error: none

@@ -5,6 +5,8 @@
     kernel         short streams in the notebook's own SparkSession (availableNow): a restart after
                    the topic lost unread records, a changed query, a foreachBatch stopped mid-batch,
                    and Spark's error (first line, or its name)
+    logs           the warnings Spark's Kafka source logs during one run (the course's sessions log at
+                   ERROR), and which class logged each: a task's reader or the driver
     keys           a MERGE keyed on a random id, run twice on the same batch
     clock          current_timestamp() on a replay: in the stream's plan, and inside foreachBatch
     quarantine     poison pills: raw records to a topic, classify each one, good rows and a
@@ -15,6 +17,6 @@
 The pipelines the lesson crashes are variants of the crash lab (crashlab/variants.py:
 notify_per_batch, notify_once, at_least_once, delta_txn).
 """
-from . import clock, keys, kernel, lab, notifications, quarantine, restarts, twocommits
+from . import clock, keys, kernel, lab, logs, notifications, quarantine, restarts, twocommits
 
-__all__ = ["clock", "keys", "kernel", "lab", "notifications", "quarantine", "restarts", "twocommits"]
+__all__ = ["clock", "keys", "kernel", "lab", "logs", "notifications", "quarantine", "restarts", "twocommits"]

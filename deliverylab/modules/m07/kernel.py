@@ -12,8 +12,9 @@ from ... import streams
 from ...config import CourseError
 
 
-def orders_from(spark, bootstrap: str, topic: str, fail_on_data_loss: bool = True):
-    """The orders topic as a stream of parsed orders (the crash lab's reader, plus failOnDataLoss)."""
+def orders_from(spark, bootstrap: str, topic: str, fail_on_data_loss: bool = True, starting_offsets: str = "earliest"):
+    """The orders topic as a stream of parsed orders (the crash lab's reader, plus failOnDataLoss).
+    ``topic`` may name several topics, comma-separated (Kafka's ``subscribe`` option)."""
     from pyspark.sql import functions as F
 
     from ...orders import ORDER_SCHEMA
@@ -23,7 +24,7 @@ def orders_from(spark, bootstrap: str, topic: str, fail_on_data_loss: bool = Tru
             .option("kafka.bootstrap.servers", bootstrap)
             .options(**kafka.spark_security(bootstrap))  # a class broker's login ({} on your own broker)
             .option("subscribe", topic)
-            .option("startingOffsets", "earliest")
+            .option("startingOffsets", starting_offsets)
             .option("failOnDataLoss", "true" if fail_on_data_loss else "false")
             .load()
             .select(F.from_json(F.col("value").cast("string"), ORDER_SCHEMA).alias("order"))

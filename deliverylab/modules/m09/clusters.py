@@ -9,10 +9,14 @@ two variables every part of the course reads:
 
 Call it before ``deliverylab.setup(...)`` and before the first ``get_spark()``: a SparkSession
 takes its master when it starts, and crash-lab drivers inherit the kernel's environment.
+
+``application(spark)`` says what the master gave this notebook's application: how many executors
+(besides the driver) have registered with it, and how many cores the master granted it.
 """
 from __future__ import annotations
 
 import os
+import time
 
 from ...config import CourseError, settings
 from ...stack import brokers, cluster
@@ -43,3 +47,19 @@ def use_the_clusters(log=print) -> list[str]:
     for line in lines:
         log(line)
     return lines
+
+
+def application(spark, timeout_s: float = 60) -> dict[str, int]:
+    """``{"executors": n, "cores": c}`` for this notebook's application, once its first executor has
+    registered (the master starts executors a moment after the application asks for them)."""
+    app_id = spark.sparkContext.applicationId
+    deadline = time.monotonic() + timeout_s
+    while True:
+        executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1   # the driver is in it too
+        apps = [a for a in (cluster.master_json() or {}).get("activeapps", []) if a.get("id") == app_id]
+        if executors >= 1 and apps and apps[0].get("cores"):
+            return {"executors": executors, "cores": int(apps[0]["cores"])}
+        if time.monotonic() > deadline:
+            raise CourseError(f"No executor registered with application {app_id} within {timeout_s:.0f} s. "
+                              "`python -m deliverylab cluster status` shows whether the workers are alive.")
+        time.sleep(0.3)

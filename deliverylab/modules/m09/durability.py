@@ -6,12 +6,20 @@ Three runs, each on a topic whose partition 0 has two replicas (a leader and one
                            cluster's), unclean election, fsync per write, and eligible leader replicas
     one_replica_left       the follower is killed: acks=all is refused, acks=1 is written, but no reader
                            (a Kafka consumer, a Spark batch read) sees that record until the follower is back
-    acked_then_leader_died the follower is paused, an acks=1 record is acknowledged by the leader alone, and
-                           the leader is killed: the follower, still in sync, becomes leader without the record
+    acked_then_leader_died the follower is paused, an acks=1 record is acknowledged by the leader alone, the
+                           in-sync replicas are read, and the leader is killed: the follower, still in sync,
+                           becomes leader without the record
 
 Kafka's rule behind the second run: a partition's high watermark (the end of what readers may read)
 moves only while its in-sync replicas number at least min.insync.replicas (Partition.maybeIncrementLeaderHW
-in Kafka's core; KIP-966). The third run is acks=1's classic loss: no unclean election is needed.
+in Kafka's core; a rule since Kafka 3.7, part of KIP-966). The third run is acks=1's classic loss: no unclean
+election is needed.
+
+A paused (SIGSTOPped) broker stops fetching and stops heartbeating to the controller alike, so it stays in
+the in-sync replicas only for a short while: the controller fences a broker it has not heard from for
+``broker.session.timeout.ms`` (9 s by default) and drops it from every ISR, and a leader drops a follower that
+has not caught up for ``replica.lag.time.max.ms`` (30 s). The third run pauses for about a second and reads
+the ISR just before the kill, rather than inferring it from the election.
 """
 from __future__ import annotations
 
@@ -79,8 +87,10 @@ def readable(bootstrap: str, topic: str, spark=None, wait_s: float = 2.0) -> dic
     return counts
 
 
-def _send(bootstrap: str, topic: str, acks, key: bytes) -> str:
-    sender = producer(bootstrap, acks=acks, enable_idempotence=False, retries=0)
+def _send(bootstrap: str, topic: str, acks, key: bytes, sender=None) -> str:
+    """Send one record to partition 0: "written" or "refused (<error>)". ``sender``: a producer made earlier
+    (it is closed here too); else a new one."""
+    sender = sender or producer(bootstrap, acks=acks, enable_idempotence=False, retries=0)
     try:
         sender.send(topic, key=key, value=b"{}", partition=0).get(timeout=20)
         return "written"
@@ -137,20 +147,41 @@ class AckedThenLost:
     before: int = 0                 # records readable before the send
     acknowledged: str = ""          # what the producer heard
     old_leader: int | None = None
+    follower: int | None = None
+    follower_in_isr: bool = False   # read from the cluster just before the leader was killed
     new_leader: int | None = None
     after: int = 0                  # records readable once the follower leads
 
     def lines(self) -> list[str]:
         return [f"acks=1 record acknowledged by the leader alone: {self.acknowledged == 'written'}",
-                f"the new leader was the follower, in sync all along (a clean election): "
-                f"{self.new_leader is not None and self.new_leader != self.old_leader}",
+                f"the follower was in the in-sync replicas when the leader was killed: {self.follower_in_isr}",
+                f"the new leader was that follower (a clean election): "
+                f"{self.new_leader is not None and self.new_leader == self.follower}",
                 f"records in the partition before the send: {self.before} | after the election: {self.after}",
                 f"the acknowledged record is lost: {self.acknowledged == 'written' and self.after == self.before}"]
 
 
+def isr_at(bootstrap: str, topic: str, node: int, timeout_ms: int = 5000) -> list[int]:
+    """Partition 0's in-sync replicas as broker ``node`` has them, asked of that broker alone. An admin client
+    left to choose (``describe_topics``) may ask a paused broker, whose answer never comes: waiting for it
+    would outlast the 9 s after which the controller fences the paused broker and drops it from the ISR."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                              allow_auto_topic_creation=False)
+    with kafka.admin(bootstrap) as client:
+        async def ask():
+            return await client._manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+
+        answer = client._manager.run(ask).to_dict()
+    parts = [p for t in answer["topics"] if t["name"] == topic for p in t["partitions"] if p["partition_index"] == 0]
+    return list(parts[0]["isr_nodes"]) if parts else []
+
+
 def acked_then_leader_died(bootstrap: str, topic: str, log=quiet) -> AckedThenLost:
-    """Partition 0 of ``topic`` has two replicas, both in sync. Pause the follower (SIGSTOP: it stays in the
-    ISR, it only stops fetching), send one record with ``acks=1``, SIGKILL the leader, resume the follower,
+    """Partition 0 of ``topic`` has two replicas, both in sync. Pause the follower (SIGSTOP: for the second or
+    so this takes it is still in the ISR; after about 9 s without heartbeats the controller would fence it and
+    drop it), send one record with ``acks=1``, read the ISR, SIGKILL the leader, resume the follower,
     wait for the controller to elect it, restart the old leader (it rejoins as a follower and drops what the
     new leader does not have), and count the partition's records once both replicas are in sync again."""
     part = partitions_of(bootstrap, topic)[0]
@@ -160,12 +191,17 @@ def acked_then_leader_died(bootstrap: str, topic: str, log=quiet) -> AckedThenLo
     if not pid:
         raise CourseError(f"Broker {follower} of the Kafka cluster is not running; `python -m deliverylab stack "
                           "up --brokers 3` starts it.")
-    result = AckedThenLost(old_leader=leader, before=sum(readable(bootstrap, topic).values()))
+    result = AckedThenLost(old_leader=leader, follower=follower, before=sum(readable(bootstrap, topic).values()))
     live = live_address(leader)
+    # the producer learns the partition's leader now, while every broker answers: paused, the follower must
+    # not be asked anything (an answer that never comes would outlast the 9 s before the controller fences it)
+    sender = producer(live_address(follower), acks=1, enable_idempotence=False, retries=0)
+    sender.partitions_for(topic)
     os.kill(pid, signal.SIGSTOP)
     try:
         time.sleep(1.0)  # a fetch the follower had parked at the leader (up to 500 ms) comes back empty first
-        result.acknowledged = _send(live_address(follower), topic, 1, b"o-acked")  # not via the paused one
+        result.acknowledged = _send(live, topic, 1, b"o-acked", sender=sender)  # goes to the leader alone
+        result.follower_in_isr = follower in isr_at(live_address(follower), topic, leader)
         brokers.kill_broker(leader, log=log)
     finally:
         os.kill(pid, signal.SIGCONT)

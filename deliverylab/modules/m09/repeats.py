@@ -1,7 +1,10 @@
 """Repeats without any failure (lesson 09 section 2): how often Spark calls a Python UDF.
 
 Spark assumes a UDF is deterministic (same input, same output, no side effects that matter), so its
-optimizer may copy the call into two places of a plan, or drop it when nothing uses its result.
+optimizer may copy the call into two places of a plan (pushing a filter on its result below the projection
+that computes it). It also drops a call whose result nothing uses, deterministic or not: column pruning
+(Spark 4.2's ``ColumnPruning`` rule) has no determinism check, so ``asNondeterministic()`` stops the copy,
+never the drop.
 ``udf_calls`` counts the calls with an accumulator: every task adds its count, and the driver reads
 the sum once the action is done (on one machine or on a cluster alike).
 """
@@ -41,6 +44,6 @@ def call_lines(counts: dict[tuple[str, bool], int], rows: int = ROWS) -> list[st
 
 
 def count_calls(spark, rows: int = ROWS) -> list[str]:
-    """The lesson's three runs: a used result with the default and with ``asNondeterministic()``, and an unused one."""
-    runs = [("collect where x > 0", True), ("collect where x > 0", False), ("count", True)]
+    """The lesson's four runs: a used result and an unused one, each with the default and with ``asNondeterministic()``."""
+    runs = [("collect where x > 0", True), ("collect where x > 0", False), ("count", True), ("count", False)]
     return call_lines({(a, d): udf_calls(spark, a, d, rows) for a, d in runs}, rows)
