@@ -1,14 +1,39 @@
 """Lab 04's checks, one function per exercise (the lab calls them; tests plant wrong answers).
 
-Every answer is passed as a lambda, so a check whose exercise is not done yet says SKIP.
+Every answer is passed as a lambda, so a check whose exercise is not done yet says SKIP. Each exercise is also
+judged on a hidden run (checks/hidden.py, built in hidden_runs.py): exercise 1's pipeline is crashed once more at
+the learner's crash point, in a batch that holds an order the producer sent twice; exercise 2's function meets a
+sink where retried orders were also replayed; exercise 3's dedupe runs over a trial topic with other event times,
+late orders and a retry split across two micro-batches; exercise 4's function meets a trial with another delay.
+A hidden run that needs Spark is built once per answer and seed, so running a check cell again costs nothing.
 """
 from __future__ import annotations
 
+import copy
+from types import SimpleNamespace
 from typing import Callable
 
-from .duplicates import DuplicateKinds
-from .trial import ORDERS
+from ...checks import hidden
+from . import hidden_runs, trial  # noqa: F401 - the lab's cells call m04.trial.run
+from .duplicates import DuplicateKinds, classify
 from .watermarks import iso, parse_time
+
+LAB = "04-at-least-once-lab"
+
+_kept: dict = {}  # (what, id of the answer's objects, seed) -> (the objects, the hidden run or its error)
+
+
+def _once(key: tuple, objects: tuple, make: Callable):
+    """The hidden run ``make()`` built once for these answer objects (kept alive with it), its error too."""
+    if key not in _kept:
+        try:
+            _kept[key] = (objects, make(), None)
+        except Exception as error:  # noqa: BLE001 - kept, and raised again to every check that asks
+            _kept[key] = (objects, None, error)
+    _, value, error = _kept[key]
+    if error is not None:
+        raise error
+    return value
 
 
 def _ids(value) -> set:
@@ -27,21 +52,42 @@ def _diff(answer: set, truth: set) -> str:
     return ", ".join(parts)
 
 
-def check_crash(checks, pipe: Callable, crash: Callable, retried: Callable) -> None:
-    """Exercise 1: the plain-append pipeline, crashed after its write, restarted, with a producer retry."""
+# --------------------------------------------------------------------------- exercise 1
+
+POINT = "the driver died after the sink write"
+CAUGHT_UP = "the restarted pipeline has caught up with its topic"
+
+
+def check_crash(checks, pipe: Callable, crash: Callable, retried: Callable, crash_again: Callable | None = None) -> None:
+    """Exercise 1: the plain-append pipeline, crashed after its write, restarted, with a producer retry; then
+    crashed again by the check at the same point in a hidden batch (``crash_again(pipe, point, rng)``, default
+    hidden_runs.crash_again), whose first records are an order and its retried copy."""
+    crash_again = crash_again or hidden_runs.crash_again
     checks.equal("the pipeline is the plain append (at_least_once)", lambda: pipe().variant.name, "at_least_once",
                  hint="Create the pipeline with crashlab.Pipeline(lesson, \"at_least_once\", ...).")
-    checks.equal("the driver died after the sink write", lambda: crash().point, "after_sink_write",
+    checks.equal(POINT, lambda: crash().point, "after_sink_write",
                  hint="Which crash point leaves the whole batch in the sink and commits/N unwritten?")
     checks.that("at least one reply was lost, so the producer sent an order twice", lambda: len(retried().retried) > 0,
                 expected="a RetryReport with retried orders", found=lambda: retried().line(),
                 hint="produce_with_retries loses a reply every lose_every sends; send more orders than lose_every.")
-    checks.that("the restarted pipeline has caught up with its topic",
-                lambda: pipe().running and _caught_up(pipe()),
-                expected="a running driver whose commits cover the whole topic",
-                found=lambda: pipe().status_line(),
-                hint="After the crash: pipe.restart(), then pipe.drain().",
-                depends_on="the driver died after the sink write")
+    checks.that(CAUGHT_UP, lambda: _settled(pipe()) and _caught_up(pipe()),
+                expected="a running driver whose commits cover the whole topic", found=lambda: pipe().status_line(),
+                hint="After the crash: pipe.restart(), then pipe.drain().", depends_on=POINT)
+    exercise = f"{LAB}:crash"
+    runs = hidden.Runs(exercise, shown=lambda: hidden_runs.outcome(pipe(), crash()), hidden=lambda rng: _once(
+        ("crash", id(pipe()), id(crash()), hidden.seed_for(exercise)), (pipe(), crash()),
+        lambda: crash_again(pipe(), crash().point, rng)))
+    checks.on_runs("a crash there writes the batch twice and loses nothing", lambda: crash().point, runs,
+                   _judge_replay, depends_on=[POINT, CAUGHT_UP],
+                   hint="The check crashed your pipeline again at your crash point, restarted and drained it. After "
+                        "a crash between the sink's write and commits/N, every record of the batch is written again.")
+
+
+def _settled(pipe) -> bool:
+    """A running pipeline is drained first, so the verdict does not depend on how soon the check ran."""
+    if pipe.running:
+        pipe.drain()
+    return pipe.running
 
 
 def _caught_up(pipe) -> bool:
@@ -51,51 +97,118 @@ def _caught_up(pipe) -> bool:
     return all(done.get(p, -1) >= end for p, end in kafka.end_offsets(pipe.lesson.bootstrap, pipe.topic).items())
 
 
-def check_duplicate_kinds(checks, source_ids: Callable, replay_ids: Callable, truth: Callable[[], DuplicateKinds]) -> None:
-    """Exercise 2: the learner's two sets against duplicates.classify (``truth``) on the same pipeline."""
-    checks.that("source_ids: the orders at more than one offset of the topic",
-                lambda: _ids(source_ids()) == set(truth().at_source),
-                expected="the order ids that the topic holds more than once",
-                found=lambda: _diff(_ids(source_ids()), set(truth().at_source)),
-                hint="Count offsets per order id in `offsets`: a retry is one order id at two offsets. "
-                     "The sink cannot tell you this.")
-    checks.that("replay_ids: the orders with more rows in the sink than records in the topic",
-                lambda: _ids(replay_ids()) == set(truth().replayed),
-                expected="the order ids the sink holds more often than the topic does",
-                found=lambda: _diff(_ids(replay_ids()), set(truth().replayed)),
-                hint="Compare copies[id] (rows in the sink) with len(offsets[id]) (records in the topic), "
-                     "id by id. A retried order has two rows and two records: that is not a replay.")
+def _judge_replay(point, run):
+    """Every record of the crashed batch written twice (rows = records + the batch's records of that id), none lost."""
+    ledger, records = run.ledger, run.offsets
+    if ledger.lost:
+        return "0 lost orders", f"{ledger.lost} lost (e.g. {ledger.lost_ids[0]})"
+    wrong = [(i, run.batch.count(i)) for i in sorted(set(run.batch))
+             if ledger.copies[i] != len(records.get(i, ())) + run.batch.count(i)]
+    if not run.batch or wrong:
+        where = f"batch {run.crash.batch}" if run.crash.batch is not None else "no batch"
+        found = (f"{where} holds no orders" if not run.batch else
+                 f"{wrong[0][0]}: {ledger.copies[wrong[0][0]]} rows for {len(records.get(wrong[0][0], ()))} records")
+        return "each record of the crashed batch in the sink twice", found
+    return None
 
 
-def check_dedupe(checks, result: Callable) -> None:
-    """Exercise 3: a trial.run of the learner's dedupe() on orders with producer retries."""
-    checks.that("no order reached the sink twice", lambda: result().ledger.duplicated == 0,
-                expected="0 duplicated orders", found=lambda: f"{result().ledger.duplicated} duplicated",
-                hint="A retried order arrives twice, with the same order_id and the same event_time. "
-                     "Which columns identify an order?")
-    checks.that("no order was lost", lambda: result().ledger.lost == 0,
-                expected="0 lost orders", found=lambda: f"{result().ledger.lost} lost",
-                hint="Rows behind the watermark are dropped as too late; is your delay long enough for "
-                     "orders that arrive a few seconds out of order?")
-    checks.that("the query has a watermark", lambda: result().has_watermark,
-                expected="a watermark on event_time", found=lambda: "no watermark in the query's progress",
-                hint="Without a watermark nothing tells Spark when an order id can be forgotten.")
-    checks.that("the dedup state lets go of old orders",
-                lambda: result().final_state_rows is not None
-                and result().final_state_rows < len(result().produced),
-                expected=f"fewer rows than distinct orders ({ORDERS}): old order ids forgotten",
-                found=lambda: ("no dedup state at all" if result().final_state_rows is None
-                               else f"{result().final_state_rows} rows after the last batch"),
-                hint="State is evicted only when the watermark can say a key is old: the key must include "
-                     "the event-time column, or use dropDuplicatesWithinWatermark.")
+# --------------------------------------------------------------------------- exercise 2
+
+KINDS = "duplicate_kinds is a function of offsets and copies"
 
 
-def check_watermark(checks, answer: Callable, result: Callable) -> None:
-    """Exercise 4: the watermark the trial's last batch used, computed from event times."""
-    checks.that("your watermark is the one Spark used in the last batch",
-                lambda: parse_time(answer()) == result().watermark,
-                expected="the watermark Spark reported for the trial's last batch",
-                found=lambda: f"{iso(parse_time(answer()))}",
-                hint="Start from the largest event time the query read (result.event_times), not the "
-                     "clock on the wall, and subtract the delay you gave withWatermark.",
-                depends_on="the query has a watermark")
+def check_duplicate_kinds(checks, kinds: Callable, shown: Callable) -> None:
+    """Exercise 2: ``duplicate_kinds(offsets, copies) -> (source_ids, replay_ids)`` against duplicates.classify, on
+    the pipeline's topic and sink (``shown() -> (offsets, copies)``) and on a hidden topic where retried orders
+    were also replayed."""
+    checks.that(KINDS, lambda: callable(kinds()), expected="def duplicate_kinds(offsets, copies): ... return "
+                "source_ids, replay_ids", found=lambda: f"{type(kinds()).__name__}",
+                hint="Define a function that takes offsets and copies and returns the two sets; do not call it here.")
+    runs = hidden.Runs(f"{LAB}:kinds", shown=lambda: SimpleNamespace(offsets=shown()[0], copies=shown()[1]),
+                       hidden=hidden_runs.replayed_topic)
+    checks.on_runs("source_ids: the orders at more than one offset of the topic", kinds, runs,
+                   lambda fn, run: _judge_kind(fn, run, 0), depends_on=KINDS,
+                   hint="Count offsets per order id in `offsets`: a retry is one order id at two offsets, however "
+                        "many rows the sink holds for it. The sink cannot tell you this.")
+    checks.on_runs("replay_ids: the orders with more rows in the sink than records in the topic", kinds, runs,
+                   lambda fn, run: _judge_kind(fn, run, 1), depends_on=KINDS,
+                   hint="Compare copies[id] (rows in the sink) with len(offsets[id]) (records in the topic), id by "
+                        "id. An order the producer sent twice can also be in a replayed batch: 3 or 4 rows, 2 records.")
+
+
+def _judge_kind(fn, run, which: int):
+    pair = fn(copy.deepcopy(run.offsets), copy.deepcopy(run.copies))
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+        raise ValueError(f"duplicate_kinds returned {pair!r:.80}: return the two sets, source_ids and replay_ids")
+    truth: DuplicateKinds = classify(run.offsets, run.copies)
+    right, answer = set((truth.at_source, truth.replayed)[which]), _ids(pair[which])
+    if answer == right:
+        return None
+    what = ("the order ids that the topic holds more than once", "the order ids the sink holds more often than "
+            "the topic does")[which]
+    return what, _diff(answer, right)
+
+
+# --------------------------------------------------------------------------- exercise 3
+
+DEDUPE_CHECKS = ("no order reached the sink twice", "no order was lost", "the query has a watermark",
+                 "the dedup state lets go of old orders")
+
+
+def check_dedupe(checks, result: Callable, lesson=None, trial_again: Callable | None = None) -> None:
+    """Exercise 3: a trial.run of the learner's dedupe() on orders with producer retries, and the same dedupe on a
+    hidden trial topic (``trial_again(dedupe, rng)``, default hidden_runs.hidden_trial in ``lesson``)."""
+    exercise = f"{LAB}:dedupe"
+    again = trial_again or (lambda dedupe, rng: hidden_runs.hidden_trial(dedupe, lesson, rng))
+    runs = hidden.Runs(exercise, shown=result, hidden=lambda rng: _once(
+        ("dedupe", id(result()), hidden.seed_for(exercise)), (result(),), lambda: again(result().dedupe, rng)))
+    checks.on_runs(DEDUPE_CHECKS[0], result, runs, lambda _, run: None if run.ledger.duplicated == 0 else (
+                   "0 duplicated orders", f"{run.ledger.duplicated} duplicated (e.g. {run.ledger.duplicated_ids[0]})"),
+                   hint="A retried order arrives twice, with the same order_id and the same event_time, in the same "
+                        "micro-batch or the next one. Which columns identify an order?")
+    checks.on_runs(DEDUPE_CHECKS[1], result, runs, lambda _, run: None if run.ledger.lost == 0 else (
+                   "0 lost orders", f"{run.ledger.lost} lost, {run.late_rows} rows dropped as too late"),
+                   hint="Rows behind the watermark are dropped as too late; is your delay long enough for orders that "
+                        "arrive out of order, some of them tens of seconds behind the latest?")
+    checks.on_runs(DEDUPE_CHECKS[2], result, runs, lambda _, run: None if run.has_watermark else (
+                   "a watermark on event_time", "no watermark in the query's progress"),
+                   hint="Without a watermark nothing tells Spark when an order id can be forgotten.")
+    checks.on_runs(DEDUPE_CHECKS[3], result, runs, _judge_state,
+                   hint="State is evicted only when the watermark can say a key is old: the key must include the "
+                        "event-time column, or use dropDuplicatesWithinWatermark.")
+
+
+def _judge_state(_, run):
+    if run.final_state_rows is not None and run.final_state_rows < len(run.produced):
+        return None
+    found = ("no dedup state at all" if run.final_state_rows is None
+             else f"{run.final_state_rows} rows after the last batch")
+    return f"fewer rows than distinct orders ({len(run.produced)}): old order ids forgotten", found
+
+
+# --------------------------------------------------------------------------- exercise 4
+
+WATERMARK_FN = "watermark_of is a function of a trial"
+
+
+def check_watermark(checks, fn: Callable, result: Callable) -> None:
+    """Exercise 4: ``watermark_of(result)``, the watermark of a trial's last batch computed from its event times and
+    delay: against Spark's on the trial above, and against Spark's rule on a hidden trial with another delay."""
+    checks.that(WATERMARK_FN, lambda: callable(fn()), expected="def watermark_of(result): ... return a datetime",
+                found=lambda: f"{fn()!r:.80} ({type(fn()).__name__})", depends_on="the query has a watermark",
+                hint="Define a function that takes a trial's result and returns its watermark; do not call it here.")
+    runs = hidden.Runs(f"{LAB}:watermark", shown=result, hidden=hidden_runs.trial_times)
+    checks.on_runs("your watermark is the one Spark used in the last batch", fn, runs, _judge_watermark,
+                   depends_on=WATERMARK_FN,
+                   hint="Start from the largest event time the query read (result.event_times, in any order), not the "
+                        "clock on the wall, and subtract the trial's delay (result.delay).")
+
+
+def _judge_watermark(fn, run):
+    right = run.watermark if run.history else max(parse_time(t) for t in run.event_times) - run.delay
+    answer = fn(run)
+    if answer is None:
+        return iso(right), "None (the hidden trial carries its event times and delay, no report from Spark)"
+    found = parse_time(answer)
+    return None if found == right else (iso(right), iso(found))
+
