@@ -11,6 +11,7 @@
                 isolation levels
     realtime    Spark's real-time mode: the sinks it refuses, and offsets/N written after the sink's rows
     lab         the lab's checks (each tested against planted wrong answers)
+    probes      the lab's hidden topics: aborted transactions (one never sent again), a Kafka sink's replays
 
     from deliverylab.modules import m06
     report = m06.crash_and_restart(lesson, crash_transaction=3)
