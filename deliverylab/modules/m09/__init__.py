@@ -10,6 +10,8 @@ Kafka cluster (both started on this machine by stack/cluster.py and stack/broker
                min.insync.replicas and an acks=1 write no reader sees while one replica is left,
                and an acks=1 write lost when the leader dies before its follower fetched it
     lab        the lab's checks, one function per exercise
+    hidden_runs  the lab's hidden runs: a batch of another topic whose tasks were killed (played in the kernel
+               on a real Outbox), and which partition's leader is killed, and when
 
 The driver crashes of section 4 are the crash lab's own pipelines (crashlab/), unchanged.
 """

@@ -41,7 +41,8 @@ class Outbox:
     """A stand-in for a notification service (e-mail, SMS, a webhook), kept in a folder on the local
     disk, which every executor of this one-machine cluster shares.
 
-    * ``calls.log``: one line per call, ``<task attempt> <order id>``: what the tasks did;
+    * ``calls.log``: one line per call, ``<task attempt> <order id>`` (then ``<task>``, the task's
+      partition index, when the caller names it): what the tasks did;
     * ``delivered.log``: one line per message the service delivered, ``<order id>``;
     * ``keys/``: an empty file per idempotency key it has seen. Like real services (payment and
       messaging APIs), it delivers a message whose key it has already seen only once. Unlike them
@@ -62,10 +63,10 @@ class Outbox:
         finally:
             os.close(fd)
 
-    def send(self, order_id: str, attempt: int = 0, key: str | None = None) -> bool:
+    def send(self, order_id: str, attempt: int = 0, key: str | None = None, task: int | None = None) -> bool:
         """Send the notification of ``order_id``; False when ``key`` was seen before (nothing delivered)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._append("calls.log", f"{attempt} {order_id}\n")
+        self._append("calls.log", f"{attempt} {order_id}" + ("" if task is None else f" {task}") + "\n")
         if key is not None:
             keys = self.folder / "keys"
             keys.mkdir(exist_ok=True)
@@ -84,7 +85,15 @@ class Outbox:
 
     def calls(self) -> list[tuple[int, str]]:
         """Every call, in order, as ``(task attempt, order id)``."""
-        return [(int(attempt), order_id) for attempt, order_id in (line.split() for line in self._lines("calls.log"))]
+        return [(int(fields[0]), fields[1]) for fields in (line.split() for line in self._lines("calls.log"))]
+
+    def attempts_per_task(self) -> dict[int, set[int]]:
+        """``{task: {attempt numbers seen}}``, from the calls that named their task."""
+        found: dict[int, set[int]] = {}
+        for fields in (line.split() for line in self._lines("calls.log")):
+            if len(fields) > 2:
+                found.setdefault(int(fields[2]), set()).add(int(fields[0]))
+        return dict(sorted(found.items()))
 
     def delivered(self) -> list[str]:
         """The order id of every message delivered, repeats included."""
@@ -115,8 +124,9 @@ def notify_udf(outbox_folder: str, key: Callable | None = None, pause_s: float =
 
         context = TaskContext.get()
         attempt = context.attemptNumber() if context is not None else 0
+        task = context.partitionId() if context is not None else None
         call = {"order_id": order_id, "partition": partition, "offset": offset, "attempt": attempt}
-        Outbox(outbox_folder).send(order_id, attempt, key(call) if key else None)
+        Outbox(outbox_folder).send(order_id, attempt, key(call) if key else None, task=task)
         time.sleep(pause_s)
         return order_id
 
@@ -148,6 +158,7 @@ class ExecutorKill:
     killed: list = field(default_factory=list)  # pids of the executors killed
     orphans: list = field(default_factory=list)  # data files in the table folder its log does not name
     on_cluster: bool = False
+    attempts_per_task: dict = field(default_factory=dict)  # task (partition index) -> attempt numbers seen
 
     @property
     def retried(self) -> bool:
@@ -160,6 +171,12 @@ class ExecutorKill:
         for attempt, _ in self.calls:
             counts[attempt] = counts.get(attempt, 0) + 1
         return dict(sorted(counts.items()))
+
+    def task_line(self) -> str:
+        """How many of the batch's tasks ran more than one attempt (the killed one), and how many ran once."""
+        again = sum(1 for attempts in self.attempts_per_task.values() if len(attempts) > 1)
+        return (f"tasks of the batch: {len(self.attempts_per_task)} | ran a second attempt: {again} | "
+                f"ran once: {len(self.attempts_per_task) - again}")
 
     @property
     def twice_from_killed_attempt(self) -> bool:
@@ -175,6 +192,14 @@ class ExecutorKill:
                 f"delta table:   {self.table.verdict_line()}",
                 f"notifications: {self.notified.verdict} (lost={self.notified.lost}, "
                 f"duplicated: {'some' if self.notified.duplicated else 'none'})"]
+
+
+def _raised(error) -> str:
+    """The line of a query's error that names what was raised (a Python UDF's own exception, such as the key
+    function's, comes last in the stack Spark reports), never cut before it."""
+    from ...crashlab.record import failure_line
+
+    return failure_line(str(error))
 
 
 def clear_run(lesson, name: str) -> str:
@@ -216,7 +241,10 @@ def kill_an_executor_mid_batch(spark, lesson, name: str = "executor-kill", order
             break
         time.sleep(0.05)
     if not result.killed:
+        failed = query.exception() if not query.isActive else None
         query.stop()
+        if failed is not None:  # the query ended by itself: say why first (a key that raised in a task, say)
+            raise CourseError(f"The query failed before an executor was killed: {_raised(failed)}")
         raise CourseError(f"The run ended before {kill_after_calls} notifications went out, so no executor was "
                           "killed mid-task. Is this kernel on the cluster (run use_the_clusters() first, then "
                           "restart the kernel if it already had a local SparkSession)?")
@@ -225,9 +253,10 @@ def kill_an_executor_mid_batch(spark, lesson, name: str = "executor-kill", order
         raise CourseError(f"The query did not finish within {RUN_TIMEOUT_S} s after the executor was killed. "
                           "`python -m deliverylab cluster status` shows whether both workers are alive.")
     if query.exception() is not None:
-        raise CourseError(f"The query failed after the executor was killed: {str(query.exception())[:500]}")
+        raise CourseError(f"The query failed after the executor was killed: {_raised(query.exception())}")
     result.table = ledger.reconcile(produced, ledger.read_delta(spark, table), label="delta table")
     result.notified = reconcile_outbox(produced, outbox)
     result.calls = outbox.calls()
+    result.attempts_per_task = outbox.attempts_per_task()
     result.orphans = deltalog.orphan_files(table)
     return result

@@ -49,17 +49,57 @@ def create_topic(bootstrap: str, topic: str, replication_factor: int = 3, partit
     from kafka.admin import NewTopic
 
     kafka.delete_topics(bootstrap, [topic])
+    config = {name: _as_text(value) for name, value in config.items()}
     spec = (NewTopic(topic, num_partitions=-1, replication_factor=-1, replica_assignments=replicas,
                      topic_configs=config) if replicas else
             NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor, topic_configs=config))
     with kafka.admin(bootstrap) as client:
-        client.create_topics([spec])
+        answer = client.create_topics([spec], raise_errors=False)
+    refused = refusal(answer)
+    if refused:
+        raise TopicRefused(f"Kafka refused topic {topic}: {refused}")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if all(p["leader_id"] >= 0 for p in partitions_of(bootstrap, topic)):
             return
         time.sleep(0.2)
     raise CourseError(f"Topic {topic} has no leader for every partition 30 s after it was created.")
+
+
+class TopicRefused(CourseError):
+    """Kafka refused to create a topic with these settings: its own reason, in one line."""
+
+
+def _as_text(value) -> str:
+    """A topic config's value as Kafka takes it: text (True -> "true", 2 -> "2")."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def refusal(answer: dict) -> str | None:
+    """Kafka's reason, in one line, when a CreateTopics answer (kafka-python's dict) refused a topic; else None."""
+    from kafka.errors import for_code
+
+    for found in answer.get("topics", []):
+        if found.get("error_code"):
+            error = for_code(found["error_code"])
+            reason = " ".join(str(found.get("error_message") or error.description or "").split())
+            return f"{reason} ({error.__name__})" if reason else error.__name__
+    return None
+
+
+def producer_refusal(bootstrap: str, settings: dict) -> str | None:
+    """kafka-python's reason, in one line, when it refuses these producer settings (an unknown name, a value it
+    cannot take); None when it takes them. The producer it builds to find out is closed at once."""
+    from kafka.errors import KafkaConfigurationError
+
+    try:
+        producer(bootstrap, **settings).close(timeout=5)
+    except (KafkaConfigurationError, ValueError, TypeError, AssertionError) as error:  # not a broker that is down
+        text = " ".join(str(error).split()) or type(error).__name__
+        if "Unrecognized configs" in text:
+            text += " (kafka-python spells settings with underscores: enable_idempotence, not enable.idempotence)"
+        return f"{type(error).__name__}: {text}" if type(error).__name__ not in text else text
+    return None
 
 
 def partitions_of(bootstrap: str, topic: str) -> list[dict]:
@@ -69,20 +109,22 @@ def partitions_of(bootstrap: str, topic: str) -> list[dict]:
     return sorted(found[0]["partitions"], key=lambda p: p["partition_index"]) if found else []
 
 
-#: what topic_settings says when the topic does not set min.insync.replicas itself
+#: what topic_settings says when the topic does not set a setting itself
 BROKER_DEFAULT = "not set on the topic (the brokers' default applies)"
 
 
 def topic_settings(bootstrap: str, topic: str) -> dict:
-    """What the brokers say the topic has: ``replication_factor`` and its own ``min.insync.replicas``."""
+    """What the brokers say the topic has: ``replication_factor`` and its own ``min.insync.replicas`` and
+    ``unclean.leader.election.enable`` (BROKER_DEFAULT when the topic does not set one)."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
     with kafka.admin(bootstrap) as client:
         found = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
-    entry = found.get("topic", {}).get(topic, {}).get("min.insync.replicas")  # {"topic": {name: {key: {...}}}}
+    own = found.get("topic", {}).get(topic, {})  # {"topic": {name: {key: {...}}}}: the topic's own settings
     parts = partitions_of(bootstrap, topic)
     return {"replication_factor": min((len(p["replica_nodes"]) for p in parts), default=0),
-            "min.insync.replicas": entry["value"] if entry else BROKER_DEFAULT}
+            **{key: own[key]["value"] if key in own else BROKER_DEFAULT
+               for key in ("min.insync.replicas", "unclean.leader.election.enable")}}
 
 
 def wait_for_isr(bootstrap: str, topic: str, partition: int, wanted: set[int], timeout_s: float = ISR_TIMEOUT_S):
@@ -103,17 +145,24 @@ class LeaderKill:
     """What producing through the death of a partition leader left in the topic."""
 
     produced: list = field(default_factory=list)
-    killed: int | None = None              # the broker that led partition 0
+    killed: int | None = None              # the broker that led the partition
     new_leader: int | None = None          # the leader elected after it
     in_topic: ledger.Ledger | None = None  # the topic's records, reconciled
     table: ledger.Ledger | None = None     # the Delta table a Spark query wrote meanwhile, reconciled
     settings: dict = field(default_factory=dict)   # the producer settings used
     topic: dict = field(default_factory=dict)      # the topic settings, as the brokers describe them
     error: str | None = None               # what the producer said, when a send failed
+    partition: int = 0                     # the partition whose leader was killed
+    kill_after: int | None = None          # how many orders had been sent then
+    hidden: bool = False                   # a lab's hidden run: its lines do not say which partition, or when
+    refused: str | None = None             # Kafka's (or kafka-python's) refusal of the settings: nothing ran
 
     def lines(self) -> list[str]:
+        if self.refused:
+            return [self.refused]
         moved = self.new_leader is not None and self.new_leader != self.killed
-        return [f"leader of partition 0 killed: {self.killed is not None}",
+        which = "a partition's leader killed mid-stream" if self.hidden else f"leader of partition {self.partition} killed"
+        return [f"{which}: {self.killed is not None}",
                 f"a new leader was elected from the in-sync replicas: {moved}",
                 f"producer errors: {self.error or 'none'}",
                 f"in the topic: {self.in_topic.verdict_line() if self.in_topic else 'not read'}"] + (
@@ -121,13 +170,15 @@ class LeaderKill:
 
 
 def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, settings: dict | None = None,
-                                  restart: bool = True, log=quiet) -> LeaderKill:
-    """Produce ``count`` seeded orders to ``topic`` in a steady stream, SIGKILL the leader of partition 0
-    when half are sent, finish, and reconcile what the topic holds. ``restart`` brings the broker back
-    afterwards (it rejoins as a follower and catches up)."""
+                                  restart: bool = True, log=quiet, partition: int = 0,
+                                  kill_after: int | None = None) -> LeaderKill:
+    """Produce ``count`` seeded orders to ``topic`` in a steady stream, SIGKILL the leader of ``partition``
+    when ``kill_after`` are sent (default: half), finish, and reconcile what the topic holds. ``restart`` brings
+    the broker back afterwards (it rejoins as a follower and catches up)."""
     settings = dict(SAFE_PRODUCER if settings is None else settings)
+    kill_after = count // 2 if kill_after is None else kill_after
     result = LeaderKill(produced=orders.generate_orders(count), settings=settings,
-                        topic=topic_settings(bootstrap, topic))
+                        topic=topic_settings(bootstrap, topic), partition=partition, kill_after=kill_after)
     sender = producer(bootstrap, **settings)
     # what the producer runs with, kafka-python's defaults included (3.x: acks=all, as -1, and idempotence on)
     result.settings = {**settings, **{k: sender.config[k] for k in ("acks", "enable_idempotence")}}
@@ -138,9 +189,9 @@ def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, 
 
     try:
         for n, order in enumerate(result.produced):
-            if n == count // 2:
+            if n == kill_after:
                 sender.flush()
-                result.killed = partitions_of(bootstrap, topic)[0]["leader_id"]
+                result.killed = partitions_of(bootstrap, topic)[partition]["leader_id"]
                 brokers.kill_broker(result.killed, log=log)
             sender.send(topic, key=order["order_id"].encode(), value=orders.encode(order)).add_errback(failed)
             if n % 20 == 19:
@@ -149,7 +200,7 @@ def produce_through_a_leader_kill(bootstrap: str, topic: str, count: int = 400, 
     finally:
         sender.close(timeout=10)
     result.error = ", ".join(sorted(set(failures))) or None
-    result.new_leader = partitions_of(live_address(result.killed), topic)[0]["leader_id"]
+    result.new_leader = partitions_of(live_address(result.killed), topic)[partition]["leader_id"]
     if restart and result.killed is not None:
         brokers.restart_broker(result.killed, log=log)  # before reading: a partition with one copy needs it back
     result.in_topic = ledger.reconcile(result.produced, ledger.read_kafka_topic(bootstrap, topic), label="topic")
@@ -173,16 +224,32 @@ def live_address(dead: int | None) -> str:
 
 def stream_through_a_leader_kill(spark, lesson, name: str = "leader-kill", count: int = 400,
                                  settings: dict | None = None, topic_config: dict | None = None,
-                                 log=quiet) -> LeaderKill:
+                                 log=quiet, partition: int = 0, kill_after: int | None = None,
+                                 hidden: bool = False) -> LeaderKill:
     """Create the lesson's topic ``name`` (``topic_config``: replication_factor and topic settings), start a
-    Spark query that copies it into a Delta table, produce through a leader kill (the killed broker is
-    restarted once the producer is done), let the query catch up, and reconcile the topic and the table."""
+    Spark query that copies it into a Delta table, produce through the kill of ``partition``'s leader after
+    ``kill_after`` orders (the killed broker is restarted once the producer is done), let the query catch up,
+    and reconcile the topic and the table. Settings kafka-python or Kafka refuse come back as one line in
+    ``refused``, before anything runs; ``hidden``: the lines do not say which partition, or when."""
     from ...streams import wait_until_drained
 
+    settings = dict(SAFE_PRODUCER if settings is None else settings)
     topic_config = dict(SAFE_TOPIC if topic_config is None else topic_config)
-    replication = int(topic_config.pop("replication_factor", 3))
     topic, table = clear_run(lesson, name), lesson.table(name)
-    create_topic(lesson.bootstrap, topic, replication_factor=replication, **topic_config)
+    refused = producer_refusal(lesson.bootstrap, settings)
+    if refused:
+        return LeaderKill(settings=settings, partition=partition, hidden=hidden,
+                          refused=f"kafka-python refused the producer settings: {refused}")
+    copies = topic_config.pop("replication_factor", 3)
+    try:
+        replication = int(copies)
+    except (TypeError, ValueError):
+        return LeaderKill(settings=settings, partition=partition, hidden=hidden,
+                          refused=f"replication_factor is a whole number of copies, such as 3, not {copies!r}")
+    try:
+        create_topic(lesson.bootstrap, topic, replication_factor=replication, **topic_config)
+    except TopicRefused as error:
+        return LeaderKill(settings=settings, partition=partition, hidden=hidden, refused=str(error))
     query = lesson.track(
         spark.readStream.format("kafka").option("kafka.bootstrap.servers", lesson.bootstrap)
         .option("subscribe", topic).option("startingOffsets", "earliest").load()
@@ -192,7 +259,9 @@ def stream_through_a_leader_kill(spark, lesson, name: str = "leader-kill", count
         .writeStream.format("delta").option("checkpointLocation", lesson.checkpoint(name))
         .trigger(processingTime="1 second").start(table))
     try:
-        result = produce_through_a_leader_kill(lesson.bootstrap, topic, count, settings, log=log)
+        result = produce_through_a_leader_kill(lesson.bootstrap, topic, count, settings, log=log,
+                                               partition=partition, kill_after=kill_after)
+        result.hidden = hidden
         wait_until_drained(query, timeout_s=120)
     finally:
         query.stop()
