@@ -33,28 +33,30 @@ AS_A_LEARNER := notebooks/01-three-guarantees.ipynb notebooks/04-at-least-once.i
 # broker does it to one of its own. UNIT_WORKERS=0 runs them one by one.
 UNIT_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -rs
-PIP_INSTALL := $(VENV)/bin/pip install --quiet --disable-pip-version-check --no-compile
+PIP_INSTALL := PYTHONPATH=. $(PY) -m deliverylab pip install --disable-pip-version-check --no-compile
 
 .PHONY: setup lab update test test-stress test-labs test-cluster test-run-all stop bench doctor clean site
 
 $(INSTALLED): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed, found " + sys.version.split()[0] + ". Run: make PYTHON=python3.11 ...")'
-	$(PYTHON) -m venv $(VENV)
+	@echo "setting up the course (the first time only, with network): a Python venv and its packages, the JVM jars, then a class archive. Usually 5-15 minutes; each step says what it does, at least every 10 s."
+	@$(PYTHON) -m venv $(VENV)
 	@# pyspark first: the JVM jars resolve with the Ivy inside it (mostly waiting on Maven Central)
 	@# while pip installs everything else, which saves a fresh setup about 25 s. --no-compile: Python
 	@# compiles a module on its first import, so only what the course imports gets compiled (8 s less).
-	@# --use-pep517: pyspark comes as a source archive; pip's legacy setup.py build of it prints a DEPRECATION warning
-	$(PIP_INSTALL) --use-pep517 "$$(grep -E '^pyspark==' requirements.txt)"
-	@echo "resolving the JVM jars while pip installs the other packages ..."
+	@# --use-pep517: pyspark comes as a source archive; pip's legacy setup.py build of it prints a DEPRECATION warning.
+	@# `deliverylab pip` is pip, condensed to a line at least every 10 s saying what it does (stack/heartbeat.py)
+	@$(PIP_INSTALL) --use-pep517 "$$(grep -E '^pyspark==' requirements.txt)"
+	@echo "resolving the JVM jars while pip installs the other packages (their lines interleave) ..."
 	@PYTHONPATH=. $(PY) -m deliverylab setup --jars-only & jars=$$!; \
 	$(PIP_INSTALL) -r requirements.txt && $(PIP_INSTALL) --no-deps -e .; pip=$$?; \
 	wait $$jars; jars=$$?; \
 	if [ $$pip -ne 0 ]; then echo "pip could not install requirements.txt (see above)"; exit $$pip; fi; exit $$jars
-	touch $(INSTALLED)
+	@touch $(INSTALLED)
 
 ## setup: venv, Python packages, JVM jars (network needed once; offline afterwards)
 setup: $(INSTALLED)
-	$(PY) -m deliverylab setup
+	@$(PY) -m deliverylab setup
 
 ## lab: setup, start the broker, open JupyterLab on lesson 00. Run again while JupyterLab runs, it prints the
 ## address and changes nothing; if JupyterLab cannot start, a broker that this same command started is stopped again
@@ -66,11 +68,13 @@ lab: setup
 	if [ $$status -eq 2 ] && [ $$broker_was_up -ne 0 ]; then $(PY) -m deliverylab stack down; fi; exit $$status
 
 ## update: pull the course's updates, then bring them into your copies in my-work/ (a copy you edited is
-## kept, and the new version is put next to it); `make lab` does the second step too
+## kept, and the new version is put next to it; a copy you ran keeps its outputs, and the whole earlier run is
+## kept beside it if the update changed a cell that had some); `make lab` does the second step too
 update:
-	git pull --ff-only
-	$(MAKE) --no-print-directory setup
-	$(PY) -m deliverylab mywork
+	@echo "pulling the course's updates (git pull --ff-only) ..."
+	@git pull --ff-only
+	@$(MAKE) --no-print-directory setup
+	@$(PY) -m deliverylab mywork
 
 ## test: setup, then pytest, nbval over every notebook (lessons 01, 04 and 06 as a learner logged in to a class
 ## broker with logins and ACLs), and the browser test; the broker is stopped at the end, and the run ends with a

@@ -63,7 +63,7 @@ Each module's own helpers (modules/)
                  min.insync.replicas), lab (checks)
 
 Workshops, and the course to read without running (workshop/)
-    workshop/    events (results to the class topic), feed (reading it), presence (hello, twin ids),
+    workshop/    events (results to each learner's board topic), feed (reading it), presence (hello, twin ids),
                  board (the instructor's live table), join (workshop.ini), button (Reset lesson),
                  site (make site: lessons as HTML)
 
@@ -86,9 +86,11 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
     booting now, so the lesson's first pipeline starts in a second or two (crashlab/drivers.py).
     In JupyterLab a "Reset lesson" button follows the summary (workshop/button.py).
     """
+    from . import statusline
     from .course import LAB_SUFFIX, uses_crash_lab
     from .lesson import setup as prepare
 
+    statusline.watch_cells(statusline.kernel_activity)  # in a notebook: a long cell (this one too) says what it waits for
     lesson = prepare(name, reset=reset, quiet=quiet)
     from .todos import explain_errors
 
@@ -108,7 +110,7 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
 
 
 def get_spark(app_name: str = "exactly-once-for-real"):
-    """The course's SparkSession (built once per kernel)."""
-    from .stack.session import get_spark as _get_spark
+    """The course's SparkSession (built once per kernel; in a notebook its start says each step on a status line)."""
+    from .statusline import spark_session
 
-    return _get_spark(app_name)
+    return spark_session(app_name)

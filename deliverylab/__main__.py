@@ -1,6 +1,7 @@
 """``python -m deliverylab <command>``: the course's command line.
 
     setup [--jars-only]         resolve the JVM jars once (needs network once), record the class archive
+    pip install ...             pip, saying at least every 10 s what it is doing (make setup's installs)
     stack up|down|status|reset|wipe
     stack up --class class.txt --address A    the class broker: a login per learner, prefixed ACLs (stack/classbroker.py)
     doctor                      check Java, memory, ports, jars and the broker
@@ -135,6 +136,30 @@ def _setup(args) -> int:
     return 0
 
 
+#: What `make setup`'s three pip runs install, and how long each usually takes (said before it starts).
+PIP_RUNS = (
+    ("pyspark==", "installing {spec} (one 450 MB package: Spark's jars inside)",
+     "usually 2-5 minutes: the download, then pip packs and unpacks it"),
+    ("requirements.txt", "installing the course's other Python packages (JupyterLab, Delta, Kafka, pytest ...)",
+     "about 120 packages, 500 MB installed: usually 2-4 minutes"),
+    ("-e", "installing the course's own package (deliverylab, editable)", "usually under 20 s"),
+)
+
+
+def _pip(args) -> int:
+    """`python -m deliverylab pip install ...`: pip with a progress line at least every 10 s (stack/heartbeat.py)."""
+    from .stack import heartbeat
+
+    rest = list(args.rest)
+    what, estimate = "running pip " + " ".join(rest), ""
+    for needle, title, usual in PIP_RUNS:
+        spec = next((a for a in rest if needle in a), None)
+        if spec is not None:
+            what, estimate = title.format(spec=spec.replace("==", " ")), usual
+            break
+    return heartbeat.pip(rest, what, estimate)
+
+
 def _jupyter(args) -> int:
     from .stack import jupyter
 
@@ -225,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     jup.add_argument("--no-browser", action="store_true")
     jup.set_defaults(fn=_jupyter)
     for name, fn, help_text in (
+        ("pip", _pip, "pip, saying at least every 10 s what it is doing (make setup)"),
         ("labs", _labs, "build labs from solutions, or check they are in sync"),
         ("progress", _progress, "show modules done"),
         ("notebooks", _notebooks, "execute a notebook and keep only its checked outputs"),
@@ -242,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Commands whose own main() parses the rest of the line (argparse's REMAINDER would
 #: refuse options such as `--pipeline` that come right after the command name).
-PASS_THROUGH = {"labs": _labs, "progress": _progress, "notebooks": _notebooks, "chaos": _chaos,
+PASS_THROUGH = {"pip": _pip, "labs": _labs, "progress": _progress, "notebooks": _notebooks, "chaos": _chaos,
                 "board": _board, "workshop": _workshop, "site": _site, "cluster": _cluster}
 
 

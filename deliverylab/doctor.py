@@ -63,12 +63,28 @@ def available_memory_gb() -> float | None:
 
 
 def check_memory() -> Finding:
+    """Free memory against what the course needs, counting what it holds already (open kernels, the broker):
+    with lessons open, the 4 GB are partly in use by them. Warns when the open kernels leave less than one
+    more lesson takes (running.memory_warning), naming them."""
+    from . import running
+
     gb = available_memory_gb()
     if gb is None:
-        return Finding("memory", True, "unknown on this system (about 4 GB free is needed)")
-    ok = gb >= MIN_MEMORY_GB
-    return Finding("memory", ok, f"{gb:.1f} GB available",
-                   "" if ok else f"Close other programs: the broker and two Spark drivers need about {MIN_MEMORY_GB:.0f} GB.")
+        return Finding("memory", True, f"unknown on this system (about {MIN_MEMORY_GB:.0f} GB free is needed)")
+    rows = running.classify(running.course_procs())
+    held = sum(r["pss_mb"] for r in rows) / 1024
+    needed = max(0.0, MIN_MEMORY_GB - held)
+    ok = gb >= needed
+    detail = f"{gb:.1f} GB available" + (f"; the course holds {held:.1f} GB already" if held >= 0.1 else "")
+    if ok:
+        from .stack import jupyter
+
+        kernels = any(r["role"] == "notebook kernel" for r in rows)
+        warning = running.memory_warning(rows, gb, jupyter.kernel_notebooks() if kernels else {})
+        detail += "".join(f"\n      {line}" for line in warning)
+    return Finding("memory", ok, detail,
+                   "" if ok else f"Close other programs: the course (the broker, JupyterLab, a lesson's kernel with its "
+                                 f"Spark session and a crash-lab driver) needs about {MIN_MEMORY_GB:.0f} GB.")
 
 
 def check_ports() -> Finding:

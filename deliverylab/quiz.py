@@ -182,6 +182,31 @@ def _widgets():
     return ipywidgets
 
 
+#: How choices are drawn. ipywidgets draws each choice's label one line high (a fixed height) with its radio
+#: button floated left: a choice longer than the row wrapped onto the next choice's line and the float
+#: put its button out of line, beside another choice or out of sight (lab 05's quiz, question 2, whose
+#: right answer is its longest choice). Here each choice is a row as high as its text: the button at
+#: the top left (ipywidgets puts it after the text inside the label, hence ``order: -1``), the text wrapped
+#: beside it. Only the choices' labels are styled, not the widget's empty description label. The class is
+#: set on the RadioButtons below.
+CHOICES_CSS = """<style>
+.xo-choices .widget-radio-box label { height: auto !important; line-height: 1.4 !important;
+  white-space: normal !important; display: flex !important; align-items: flex-start; gap: 0.5em;
+  margin: 0 0 0.4em 0; cursor: pointer; }
+.xo-choices .widget-radio-box input[type="radio"] { float: none !important; order: -1; flex: 0 0 auto;
+  height: 1.4em !important; margin: 0 !important; cursor: pointer; }
+.xo-choices .widget-radio-box { margin-bottom: 0 !important; }
+</style>"""
+
+
+def _choices(options: list[str], value=None):
+    """Radio buttons that show every choice with its button, however long its text (see CHOICES_CSS)."""
+    w = _widgets()
+    radio = w.RadioButtons(options=options, value=value, layout=w.Layout(width="auto", max_width="100%"))
+    radio.add_class("xo-choices")
+    return radio
+
+
 def _choice_index(choices: tuple[str, ...] | list[str], choice: int | str, what: str) -> int:
     """The index of a choice given as an index or as its text."""
     if isinstance(choice, int) and not isinstance(choice, bool):
@@ -203,7 +228,7 @@ class _QuestionView:
         self.question = question
         self.correct: bool | None = None  # None until checked
         self.prompt = w.HTML(f"<b>{number}. {html.escape(question.prompt)}</b>")
-        self.choices = w.RadioButtons(options=list(question.choices), value=None, layout=w.Layout(width="auto"))
+        self.choices = _choices(list(question.choices))
         self.button = w.Button(description="Check", button_style="primary")
         self.feedback = w.HTML("")
         self.box = w.VBox([self.prompt, self.choices, self.button, self.feedback])
@@ -230,7 +255,7 @@ class Quiz:
         self._views = {
             q.id: _QuestionView(number, q, self._on_checked) for number, q in enumerate(self.bank.questions, start=1)
         }
-        self.title = w.HTML(f"<h3>{html.escape(self.bank.title)}</h3>")
+        self.title = w.HTML(f"{CHOICES_CSS}<h3>{html.escape(self.bank.title)}</h3>")
         self.score_line = w.HTML(self._score_text())
         self.widget = w.VBox([self.title, *(view.box for view in self._views.values()), self.score_line])
 
@@ -295,9 +320,8 @@ class Prediction:
         self.prompt = prompt
         self.choices = tuple(choices)
         self._key = (prompt, self.choices)
-        self.question = w.HTML(f"<b>Predict:</b> {html.escape(prompt)}")
-        self.options = w.RadioButtons(options=list(self.choices), value=_PICKS.get(self._key),
-                                      layout=w.Layout(width="auto"))
+        self.question = w.HTML(f"{CHOICES_CSS}<b>Predict:</b> {html.escape(prompt)}")
+        self.options = _choices(list(self.choices), _PICKS.get(self._key))
         self.options.observe(self._remember, names="value")
         self.note = w.HTML("<i>Pick one, then run the next cell (Shift+Enter). Your pick is kept.</i>")
         self.widget = w.VBox([self.question, self.options, self.note])

@@ -4,11 +4,16 @@
 
 Every process of this copy of the course is found in /proc by a path of the project in its
 command line (its venv, its .state folder), given a role from its command line, and counted with
-its resident memory (RSS). Processes a notebook kernel started (its Spark session's JVM, crash-lab
-drivers and their JVMs, module 01's consumers) are listed under that kernel, so a learner sees
-which open lesson holds what. Linux only; elsewhere the table is empty.
+its resident memory (RSS) and its proportional share of it (PSS: a page that several processes map,
+such as the class archive every Spark JVM maps, counted once in all, in parts). Processes a notebook
+kernel started (its Spark session's JVM, crash-lab drivers and their JVMs, module 01's consumers) are
+listed under that kernel, named by its notebook when JupyterLab says which, so a learner sees which
+open lesson holds what. When the machine has less memory left than one more open lesson takes
+(``LESSON_GB``), :func:`memory_warning` says so and which kernels to shut down. Linux only; elsewhere
+the table is empty.
 
-``classify`` and ``lines`` are pure functions of a process table, tested without a machine.
+``classify``, ``lines`` and ``memory_warning`` are pure functions of a process table, tested without a
+machine.
 """
 from __future__ import annotations
 
@@ -34,12 +39,19 @@ ROLES = (
 )
 
 
+#: What one more open lesson holds (its kernel 0.1 GB, its Spark session's JVM 0.4-0.6 GB, a crash panel's driver
+#: with its Spark JVM 0.6 GB; proportional shares measured with `stack status` on lessons 03 and 06):
+#: below this much free memory, `stack status` and `make doctor` warn.
+LESSON_GB = 1.3
+
+
 @dataclass
 class Proc:
     pid: int
     ppid: int
     argv: list[str]
     rss_kb: int
+    pss_kb: int | None = None  # None where /proc/PID/smaps_rollup cannot be read
 
     @property
     def command(self) -> str:
@@ -109,28 +121,72 @@ def classify(procs: list[Proc]) -> list[dict]:
     """``[{pid, role, rss_mb, jvm, kernel}]`` for each process, kernels first by pid, then the rest."""
     table = {p.pid: p for p in procs}
     rows = [{"pid": p.pid, "role": role(p, table), "rss_mb": round(p.rss_kb / 1024), "jvm": p.is_jvm,
-             "kernel": owner(p, table),
+             "pss_mb": round((p.rss_kb if p.pss_kb is None else p.pss_kb) / 1024),
+             "kernel": owner(p, table), "kernel_id": kernel_id(p),
              "next_to": p.ppid if p.is_jvm and p.ppid in table else p.pid}  # a JVM right under its parent
             for p in procs]
     return sorted(rows, key=lambda r: (r["kernel"] is None, r["kernel"] or 0, r["role"] != "notebook kernel",
                                        r["next_to"], r["jvm"], r["pid"]))
 
 
-def lines(rows: list[dict]) -> list[str]:
-    """The table as text: one line a process, each kernel's processes under it, totals last."""
+def kernel_id(proc: Proc) -> str | None:
+    """A notebook kernel's id, from its connection file (``-f .../kernel-<id>.json``), else None."""
+    for arg in proc.argv:
+        name = Path(arg).name
+        if name.startswith("kernel-") and name.endswith(".json"):
+            return name[len("kernel-"):-len(".json")]
+    return None
+
+
+def lines(rows: list[dict], notebooks: dict[str, str] | None = None) -> list[str]:
+    """The table as text: one line a process (resident MB, and its share when pages are shared), each
+    kernel's processes under it (the kernel named by its notebook, from ``notebooks``: kernel id to
+    path), totals last."""
     if not rows:
         return ["course processes: none running"]
     out = []
     for row in rows:
         indent = "    " if row["kernel"] is not None and row["role"] != "notebook kernel" else ""
         label = f"{indent}{row['role']}"
-        out.append(f"  {label:<44} pid {row['pid']:<8} {row['rss_mb']:>6} MB")
+        if row["role"] == "notebook kernel" and (notebooks or {}).get(row.get("kernel_id")):
+            label += f" {Path(notebooks[row['kernel_id']]).name}"
+        share = f" ({row['pss_mb']} MB its share)" if row.get("pss_mb", row["rss_mb"]) != row["rss_mb"] else ""
+        out.append(f"  {label:<44} pid {row['pid']:<8} {row['rss_mb']:>6} MB{share}")
     jvms = sum(r["jvm"] for r in rows)
     total = sum(r["rss_mb"] for r in rows)
+    held = sum(r.get("pss_mb", r["rss_mb"]) for r in rows)
     kernels = len({r["kernel"] for r in rows if r["kernel"] is not None})
     out.append(f"course processes: {len(rows)} ({jvms} JVMs), {kernels} notebook kernel(s), "
-               f"{total / 1024:.1f} GB resident")
+               f"{total / 1024:.1f} GB resident" + (f", {held / 1024:.1f} GB its own share" if held != total else ""))
     return out
+
+
+def kernel_totals(rows: list[dict], notebooks: dict[str, str] | None = None) -> list[tuple[str, float]]:
+    """``[(kernel's name, GB it holds with everything it started)]``, biggest first."""
+    totals: dict[int, float] = {}
+    names: dict[int, str] = {}
+    for row in rows:
+        if row["kernel"] is None:
+            continue
+        totals[row["kernel"]] = totals.get(row["kernel"], 0) + row.get("pss_mb", row["rss_mb"]) / 1024
+        if row["role"] == "notebook kernel":
+            path = (notebooks or {}).get(row.get("kernel_id"))
+            names[row["kernel"]] = Path(path).name if path else f"kernel pid {row['pid']}"
+    return sorted(((names.get(k, f"kernel pid {k}"), gb) for k, gb in totals.items()), key=lambda t: -t[1])
+
+
+def memory_warning(rows: list[dict], available_gb: float | None, notebooks: dict[str, str] | None = None) -> list[str]:
+    """Lines that say the open kernels hold more than the machine can spare: less than ``LESSON_GB`` left while
+    kernels are open. Empty when there is room (or nothing to shut down)."""
+    kernels = kernel_totals(rows, notebooks)
+    if available_gb is None or available_gb >= LESSON_GB or not kernels:
+        return []
+    held = sum(gb for _, gb in kernels)
+    listed = ", ".join(f"{name} {gb:.1f} GB" for name, gb in kernels)
+    return [f"warning: {len(kernels)} open notebook kernel(s) hold {held:.1f} GB and this machine has {available_gb:.1f} GB "
+            f"left, less than one more lesson takes (about {LESSON_GB:.1f} GB): {listed}",
+            "  shut down the kernels of lessons you have left: in JupyterLab, Kernel > Shut Down Kernel in their "
+            "tab, or Shut Down All in the Running Terminals and Kernels panel (their outputs stay in the notebooks)"]
 
 
 def course_procs(within: list[str] | None = None) -> list[Proc]:
@@ -149,7 +205,32 @@ def course_procs(within: list[str] | None = None) -> list[Proc]:
         rss = int(fields.get("VmRSS", "0 kB").split()[0])
         found.append(Proc(int(entry.name), int(fields.get("PPid", "0")),
                           [a.decode(errors="replace") for a in argv if a], rss))
-    return [p for p in found if _is_a_course_process(p)]
+    ours = [p for p in found if _is_a_course_process(p)]
+    for proc in ours:
+        proc.pss_kb = _pss_kb(proc.pid)
+    return ours
+
+
+def _pss_kb(pid: int) -> int | None:
+    """A process's proportional set size (Linux 4.14 and later), or None."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def available_gb() -> float | None:
+    """What the machine can still give (MemAvailable), or None where /proc/meminfo is missing."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024 / 1024
+    except OSError:
+        return None
+    return None
 
 
 def _is_a_course_process(proc: Proc) -> bool:
@@ -158,4 +239,9 @@ def _is_a_course_process(proc: Proc) -> bool:
 
 
 def report() -> list[str]:
-    return lines(classify(course_procs()))
+    """`stack status`'s table, and the memory warning when there is one."""
+    from .stack import jupyter
+
+    rows = classify(course_procs())
+    notebooks = jupyter.kernel_notebooks() if any(r["role"] == "notebook kernel" for r in rows) else {}
+    return lines(rows, notebooks) + memory_warning(rows, available_gb(), notebooks)

@@ -193,3 +193,17 @@ def test_a_prediction_keeps_its_pick_when_its_cell_runs_again():
     assert again.picked == "no"
     other = quiz.Prediction("Will order 8 be lost?", ["yes", "no"])
     assert other.picked is None
+
+
+def test_every_choice_is_drawn_as_a_row_as_high_as_its_text():
+    """ipywidgets draws a choice one line high with its button floated left: a long choice lost its button
+    (lab 05's quiz, question 2). The course's radio buttons carry a class its style wraps them by; the
+    browser test (tests/browser/test_widgets_in_browser.py) clicks every choice of every quiz."""
+    from deliverylab.quiz import CHOICES_CSS, Prediction, Quiz
+
+    quiz = Quiz("05-exactly-once-sinks", record=False)
+    assert CHOICES_CSS in quiz.title.value
+    assert all("xo-choices" in view.choices._dom_classes for view in quiz._views.values())
+    guess = Prediction("Which?", ["a", "b " * 80])
+    assert "xo-choices" in guess.options._dom_classes and CHOICES_CSS in guess.question.value
+    assert "white-space: normal" in CHOICES_CSS and "float: none" in CHOICES_CSS

@@ -75,3 +75,44 @@ def test_trim_keeps_the_warmest_standbys_and_release_stops_them_all(tmp_path, mo
     monkeypatch.setattr(drivers, "_pool", pool)
     assert drivers.release_standbys() == 1 and warm.killed and pool._ready == []
     assert pool.standby == 1  # the next crash still boots one for its restart
+
+
+def test_a_kernel_is_named_by_its_notebook_and_shared_pages_are_counted_once(tmp_path):
+    procs = table(tmp_path)
+    procs[1].argv = [VENV, "-m", "ipykernel_launcher", "-f", "/run/jupyter/kernel-4f2a-77.json"]
+    procs[2].pss_kb = 200 * 1024  # its Spark JVM maps the class archive that other JVMs map too
+    rows = running.classify(procs)
+    text = running.lines(rows, {"4f2a-77": "notebooks/03-at-most-once.ipynb"})
+    assert text[0].startswith("  notebook kernel 03-at-most-once.ipynb") and "120 MB" in text[0]
+    assert "300 MB (200 MB its share)" in text[1]
+    assert text[-1].endswith("2.0 GB resident, 1.9 GB its own share")
+
+
+def test_memory_warns_when_open_kernels_leave_less_than_a_lesson_and_names_them(tmp_path):
+    rows = running.classify(table(tmp_path))
+    assert running.memory_warning(rows, running.LESSON_GB + 2) == []  # room enough: nothing said
+    assert running.memory_warning(rows, None) == []                   # unknown: nothing said
+    assert running.memory_warning([r for r in rows if r["kernel"] is None], 0.2) == []  # no kernel to shut down
+    warning = running.memory_warning(rows, 0.4)
+    assert warning[0].startswith("warning: 1 open notebook kernel(s) hold 1.6 GB and this machine has 0.4 GB left")
+    assert warning[0].endswith("kernel pid 100 1.6 GB")
+    assert "Kernel > Shut Down Kernel" in warning[1]
+
+
+def test_doctor_counts_what_the_course_holds_toward_its_memory_and_warns(tmp_path, monkeypatch):
+    from deliverylab import doctor
+    from deliverylab.stack import jupyter
+
+    procs = table(tmp_path)
+    monkeypatch.setattr(running, "course_procs", lambda: procs)
+    monkeypatch.setattr(jupyter, "kernel_notebooks", lambda: {})
+    monkeypatch.setattr(doctor, "available_memory_gb", lambda: 2.5)  # 2.5 free + 2.0 held: the course fits
+    finding = doctor.check_memory()
+    assert finding.ok and finding.detail == "2.5 GB available; the course holds 2.0 GB already"
+    monkeypatch.setattr(doctor, "available_memory_gb", lambda: 0.5)
+    finding = doctor.check_memory()
+    assert not finding.ok and "needs about 4 GB" in finding.fix
+    bigger = [Proc(p.pid, p.ppid, p.argv, p.rss_kb * 2) for p in procs]  # twice as much held
+    monkeypatch.setattr(running, "course_procs", lambda: bigger)
+    finding = doctor.check_memory()
+    assert finding.ok and "warning: 1 open notebook kernel(s) hold" in finding.detail

@@ -178,3 +178,83 @@ def test_executed_and_rendered_copies_keep_no_status_line():
             "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "abc"}}}
     printed = {"output_type": "stream", "name": "stdout", "text": "verdict: exactly-once\n"}
     assert runner.without_status_lines([line, printed]) == [printed]
+
+
+def test_a_message_that_stands_still_says_why(stderr, monkeypatch):
+    stderr(Terminal)
+    monkeypatch.setattr(statusline, "STALE_S", 0.0)
+    monkeypatch.setattr(statusline.os, "getloadavg", lambda: (3.9, 3.5, 3.0))
+    monkeypatch.setattr(statusline.os, "cpu_count", lambda: 2)
+    with statusline.task("guarantee matrix", total=1):
+        statusline.say("delta_txn: catching up, 40 records not yet committed")
+        busy = statusline._line.text()
+        statusline.say("delta_txn: catching up, 40 records not yet committed", why="the driver waits for its batch")
+        own = statusline._line.text()
+    assert "unchanged for 0 s: the machine is busy (load 3.9 on 2 cores)" in busy
+    assert own.endswith("unchanged for 0 s: the driver waits for its batch")
+    monkeypatch.setattr(statusline.os, "getloadavg", lambda: (0.4, 0.4, 0.4))
+    assert "not busy (load 0.4 on 2 cores)" in statusline.machine_load()
+
+
+def test_the_stale_clock_restarts_only_when_the_message_changes(stderr):
+    stderr(Terminal)
+    with statusline.task("t"):
+        statusline.say("a")
+        first = statusline._line.changed
+        statusline.say("a")
+        assert statusline._line.changed == first
+        statusline.say("b")
+        assert statusline._line.changed > first
+
+
+def _frames_through(modules: list[str], innermost):
+    """Call ``innermost(frame)`` from the innermost of a chain of methods that live in ``modules`` (outermost
+    first), as a cell's stack looks from the cell watcher; return what it returned."""
+    call = None
+    for module in reversed(modules):
+        space = {"__name__": module, "inner": call or innermost, "sys": __import__("sys")}
+        name = module.split(".")[-1].capitalize()
+        body = "inner(sys._getframe())" if call is None else "inner()"
+        exec(f"class {name}:\n    def work(self):\n        return {body}\n", space)
+        call = space[name]().work
+    return call()
+
+
+def test_the_cell_watcher_names_the_spark_call_a_cell_is_in_and_what_spark_does(monkeypatch):
+    monkeypatch.setattr(statusline, "spark_activity", lambda: "Spark job 3 'Delta: VACUUM': 1 of 2 tasks done")
+    said = _frames_through(["deliverylab.streams", "pyspark.sql.readwriter", "pyspark.errors.captured",
+                            "py4j.java_gateway"], statusline.kernel_activity)
+    # the call the course (or the cell) made into pyspark, not pyspark's own inner calls
+    assert said == "waiting for Spark: Readwriter.work() · Spark job 3 'Delta: VACUUM': 1 of 2 tasks done"
+    monkeypatch.setattr(statusline, "spark_activity", lambda: None)
+    said = _frames_through(["deliverylab.lesson"], statusline.kernel_activity)
+    assert said == "in Lesson.work()"
+    assert _frames_through(["__main__"], statusline.kernel_activity) is None  # the learner's own code: nothing said
+    said = _frames_through(["pyspark.sql.readwriter"], statusline.kernel_activity)
+    assert said == f"waiting for Spark: Readwriter.work() · {statusline.NO_JOB}"
+
+
+def test_a_kernel_cell_that_runs_long_gets_a_line_from_the_watcher_and_it_closes_with_the_cell():
+    """A real kernel: watch_cells opens a line under a cell that runs past WATCH_AFTER_S with no line of its own
+    (from the watcher's thread), says what describe() says, and closes it when the cell ends."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        client.execute_interactive("from deliverylab import statusline\n"
+                                   "statusline.watch_cells(lambda frame: 'waiting for a nap', after_s=0.5)",
+                                   timeout=60)
+        messages = []
+        reply = client.execute_interactive("import time; time.sleep(4); print('done')", timeout=60,
+                                           output_hook=messages.append)
+        assert reply["content"]["status"] == "ok"
+        displays = [m["content"] for m in messages if m["msg_type"] == "display_data"]
+        assert [sorted(d["data"]) for d in displays] == [["application/vnd.jupyter.widget-view+json"]]
+        updates = [m["content"] for m in messages if m["msg_type"] == "update_display_data"]
+        assert updates and updates[0]["data"]["text/plain"].startswith("✓ waiting for a nap · ")
+        quick = []
+        client.execute_interactive("print('quick')", timeout=60, output_hook=quick.append)
+        assert not [m for m in quick if m["msg_type"] == "display_data"]  # a short cell gets no line
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

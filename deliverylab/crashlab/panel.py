@@ -12,12 +12,31 @@ it is recomputed whenever the pipeline starts, crashes or stops, whoever made it
 counting the sink's rows, a Spark read: Refresh counts them), and only the buttons that
 make sense now are enabled. Nothing runs in the background. A pipeline shown in a panel
 keeps running after ``lesson.complete()``, so the buttons stay live after Run All.
+
+A panel saved with the notebook and shown again without the kernel that made it (the notebook
+reopened the next day, or its kernel restarted) can do nothing: its widgets have no kernel to talk
+to. JupyterLab marks such widgets ``jupyter-widgets-disconnected``; the panel's own style (:data:`OFFLINE_CSS`)
+then hides its saved status line, shows that it is not connected and how to get it back (run its
+cell again), and greys its buttons and dropdown out so that they take no clicks.
 """
 from __future__ import annotations
 
 from .. import inspector
 from ..config import CourseError
 from . import crashpoints
+
+
+#: What a panel shows when it has no kernel (see above). The classes are set on the panel's widgets below.
+OFFLINE_TEXT = ("<b>Not connected.</b> This crash panel was saved with the notebook, and the kernel that ran its "
+                "pipeline is gone (or was restarted), so its buttons do nothing. To get it back, run this cell "
+                "again, after the cells above it (Run &gt; Run All Above Selected Cell, then this cell).")
+OFFLINE_CSS = """<style>
+.xo-panel .xo-offline { display: none !important; }
+.xo-panel.jupyter-widgets-disconnected .xo-offline { display: block !important; color: #D55E00; margin: 2px 0 4px 0; }
+.xo-panel.jupyter-widgets-disconnected .xo-status { display: none !important; }
+.xo-panel.jupyter-widgets-disconnected button, .xo-panel.jupyter-widgets-disconnected select {
+  pointer-events: none; opacity: 0.4; cursor: not-allowed; }
+</style>"""
 
 
 def show_inspector(pipe) -> inspector.TextBlock:
@@ -55,12 +74,17 @@ class CrashPanel:
         self.restart_button = w.Button(description="Restart", button_style="success", icon="play")
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
         self.status = w.HTML()
+        self.status.add_class("xo-status")
+        self.offline = w.HTML(OFFLINE_CSS + OFFLINE_TEXT)  # shown only without a kernel (see above)
+        self.offline.add_class("xo-offline")
         self.output = w.Output(layout={"border": "1px solid #ddd", "min_height": "2em"})
         self.crash_button.on_click(lambda _: self._guarded(self.crash))
         self.restart_button.on_click(lambda _: self._guarded(self.restart))
         self.refresh_button.on_click(lambda _: self._guarded(self.refresh))
-        self.widget = w.VBox([w.HBox([self.point, self.crash_button, self.restart_button, self.refresh_button]),
+        self.widget = w.VBox([self.offline,
+                              w.HBox([self.point, self.crash_button, self.restart_button, self.refresh_button]),
                               self.status, self.output])
+        self.widget.add_class("xo-panel")
         self._busy_now = False
         pipe.in_a_panel = True  # lesson.complete() leaves it running
         pipe.on_change(self.refresh)

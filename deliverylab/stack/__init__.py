@@ -11,10 +11,15 @@
     cluster    a local Spark standalone cluster (master + 2 workers): cluster up|down|status
     brokers    a three-broker Kafka cluster (KRaft, RF 3, min.insync.replicas=2): stack up --brokers 3
     locks      one holder at a time across processes (server up/down, the flaky proxy's port)
+    heartbeat  a long setup step (pip, Ivy, the class archive) says what it does at least every 10 s
+    foreachbatch  a foreachBatch query stopped mid-batch ends quietly (Spark 4.2.0's regex overflow)
     classarchive  the class-data-sharing archive that shortens every Spark JVM's start (made by setup)
     classbroker   the class broker for a room: SASL/SCRAM logins, prefixed ACLs (stack up --class class.txt)
     classauth     its pure side: the roster, passwords (0600), join tokens, the ACL list, client and Spark login options
-    classquota    the learners' quotas (produce and fetch byte rates, request share), set with Kafka's kafka-configs
+    classquota    the learners' quotas (produce and fetch byte rates, request share, partitions created a second)
+    classlimits   the class broker's limits: its topic policy (classpolicy/, Java), connections, safe topic defaults
+    classroster   the class broker made to match the roster: logins, ACLs, board topics (what changed, in a line)
+    classprocess  the class broker's JVM: private files, a start and a stop that wait while it makes progress
     classrun      a command run as a learner who joined a class broker of its own (make test's lessons 01, 04, 06)
     loginhint     the line that tells a learner her own Kafka client left out the class broker's login
     loginprobe    one SASL exchange on a socket: does the broker accept this login? (kafka-python only times out)

@@ -76,7 +76,6 @@ def build(log=print) -> Path | None:
         return archive
     for old in settings().jars.glob("spark-classes-*.jsa"):
         old.unlink()
-    log("recording Spark's classes for faster JVM starts ...")
     scratch = tempfile.mkdtemp(prefix="class-archive-", dir=settings().state)
     options = " ".join((path_option("-Dderby.system.home", settings().state / "derby"), QUICK_JIT,
                         path_option("-XX:ArchiveClassesAtExit", archive)))
@@ -86,8 +85,7 @@ def build(log=print) -> Path | None:
         bootstrap, started_broker = _a_broker(log)
         if bootstrap:
             kafka.ensure_topic(bootstrap, topic, partitions=1)  # the course's broker creates no topic by itself
-        proc = subprocess.run([sys.executable, "-c", RECORDING, options, scratch, bootstrap, topic],
-                              capture_output=True, text=True, timeout=RECORDING_TIMEOUT_S)
+        proc = _record(options, scratch, bootstrap, topic, archive, log)
         if bootstrap:
             kafka.delete_topics(bootstrap, [topic])
         failure = "" if proc.returncode == 0 and archive.exists() else (proc.stdout + proc.stderr)[-800:]
@@ -104,6 +102,45 @@ def build(log=print) -> Path | None:
     return archive
 
 
+#: What setup says before the recording (measured: about 30 s on two quiet cores; five minutes on a busy machine).
+RECORDING_ESTIMATE = "about 30 s on a quiet two-core machine, several minutes on a busy one"
+
+
+def recording_step(scratch: Path, archive: Path) -> str:
+    """How far the recording got, read from what it has written so far (RECORDING's folders, the archive)."""
+    if archive.exists():
+        return f"step 5 of 5: the JVM writes the archive ({archive.stat().st_size / 1e6:.0f} MB so far)"
+    if (scratch / "stream" / "_delta_log").exists():
+        return "step 5 of 5: the stream is done; the JVM stops and writes the archive"
+    if (scratch / "checkpoint").exists():
+        return "step 4 of 5: a streaming query into Delta"
+    if (scratch / "parquet").exists():
+        return "step 3 of 5: Parquet written, reading the Delta table back"
+    if (scratch / "delta").exists():
+        return "step 2 of 5: writing a Delta table"
+    return "step 1 of 5: starting Spark's JVM"
+
+
+def _record(options: str, scratch: str, bootstrap: str, topic: str, archive: Path, log) -> subprocess.CompletedProcess:
+    """Run RECORDING, saying at least every few seconds which of its steps it is on (stack/heartbeat.py)."""
+    from .heartbeat import Step
+
+    output = Path(scratch) / "recording.log"
+    cmd = [sys.executable, "-c", RECORDING, options, scratch, bootstrap, topic]
+    with Step("recording Spark's classes, so that every later Spark start is quicker", RECORDING_ESTIMATE,
+              detail=lambda: recording_step(Path(scratch), archive), log=log) as step, open(output, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            code = proc.wait(timeout=RECORDING_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            step.failed = proc.returncode != 0
+    return subprocess.CompletedProcess(cmd, code, output.read_text(errors="replace"), "")
+
+
 def _a_broker(log) -> tuple[str, bool]:
     """The course's broker for the recording: ``(address, started here)``, or ``("", False)``.
 
@@ -115,7 +152,7 @@ def _a_broker(log) -> tuple[str, bool]:
         return "", False
     was_running = broker.status().answering
     if not was_running:
-        log("starting the broker for a few seconds, to record Kafka's classes too ...")
+        log("starting the broker for the recording (a few seconds), to record Kafka's classes too ...")
         try:
             broker.up(log=lambda msg: None)
         except CourseError as error:

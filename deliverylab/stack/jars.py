@@ -4,7 +4,10 @@ Two classpaths, kept apart because their libraries clash:
 
 * ``.state/jars/spark``: the Kafka connector and Delta, plus the crash lab's small Java
   hook (compiled here from ``deliverylab/crashlab/java``), handed to Spark through ``spark.jars``;
-* ``.state/jars/kafka``: the Apache Kafka broker and a log4j binding.
+* ``.state/jars/kafka``: the Apache Kafka broker and a log4j binding;
+
+and, in a folder of its own (only the class broker loads it), the class broker's topic policy, compiled
+here from ``deliverylab/stack/classpolicy`` against the resolved kafka-clients jar (stack/classlimits.py).
 
 Resolution uses the Ivy that ships inside pyspark (Spark's own resolver) against Maven
 Central, driven by the checked-in ``deliverylab/stack/ivy/*.ivy.xml`` files. A stamp file
@@ -30,6 +33,9 @@ CLASSPATHS = {
 #: Java sources compiled into the spark classpath: the crash lab's hook (a data path, not an import).
 CRASH_HOOK_SOURCES = Path(__file__).resolve().parent.parent / "crashlab" / "java"
 CRASH_HOOK_JAR = "deliverylab-crash-hook.jar"
+#: the class broker's topic policy (a data path too), compiled against the kafka classpath's kafka-clients jar
+CLASS_POLICY_SOURCES = Path(__file__).resolve().parent / "classpolicy"
+CLASS_POLICY_JAR = "deliverylab-class-policy.jar"
 
 
 def pyspark_jars_dir() -> Path:
@@ -83,8 +89,7 @@ def _resolve_with_ivy(ivy_file: Path, target: Path, log) -> None:
         "-cache", str(cache),
         "-retrieve", str(staging / "[artifact]-[revision](-[classifier]).[ext]"),
     ]
-    log(f"resolving {ivy_file.name} from Maven Central ...")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = _ivy_with_progress(cmd, ivy_file, log)
     if proc.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
@@ -100,6 +105,37 @@ def _resolve_with_ivy(ivy_file: Path, target: Path, log) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
+#: How long a resolution takes, said before it starts (the time is mostly Maven Central's answers).
+IVY_ESTIMATE = "about {mb} MB from Maven Central: usually a minute or two, seconds once in Ivy's cache"
+#: What each classpath downloads the first time (MB), for the estimate.
+IVY_DOWNLOAD_MB = {"spark": 105, "kafka": 45}
+
+
+def _ivy_with_progress(cmd: list[str], ivy_file: Path, log) -> subprocess.CompletedProcess:
+    """Run Ivy, saying every few seconds how many modules it has found and files it has fetched
+    (stack/heartbeat.py). Returns what ``subprocess.run`` would, with stdout and stderr together."""
+    from .heartbeat import Step
+
+    kind = next((k for k, f in CLASSPATHS.items() if f == ivy_file), ivy_file.stem)
+    counts = {"found": 0, "downloaded": 0}
+    lines: list[str] = []
+
+    def detail() -> str:
+        return f"{counts['found']} modules found, {counts['downloaded']} files downloaded"
+
+    estimate = IVY_ESTIMATE.format(mb=IVY_DOWNLOAD_MB.get(kind, 30))
+    with Step(f"resolving the {kind} jars ({ivy_file.name})", estimate, detail=detail, log=log) as step:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in proc.stdout:
+            lines.append(line)
+            text = line.strip()
+            counts["found"] += text.startswith("found ")
+            counts["downloaded"] += text.startswith("[SUCCESSFUL ]")
+        code = proc.wait()
+        step.failed = code != 0
+    return subprocess.CompletedProcess(cmd, code, "".join(lines), "")
+
+
 def _drop_jars_pyspark_ships(folder: Path) -> list[str]:
     """Keep one copy of each library: pyspark's own jars win over resolved duplicates."""
     shipped = {artifact_name(p.name) for p in pyspark_jars_dir().glob("*.jar")}
@@ -113,33 +149,64 @@ def _drop_jars_pyspark_ships(folder: Path) -> list[str]:
 
 def _build_crash_hook(folder: Path, log) -> None:
     """Compile the small Java class that lets a test crash the driver at exact checkpoint moments."""
-    sources = sorted(CRASH_HOOK_SOURCES.rglob("*.java"))
+    _compile(CRASH_HOOK_SOURCES, f"{pyspark_jars_dir()}/*", folder / CRASH_HOOK_JAR, "the crash hook", log)
+
+
+def _compile(sources_dir: Path, classpath: str, jar: Path, what: str, log) -> None:
+    """javac (Java 17 bytecode) every source under ``sources_dir`` against ``classpath``, into ``jar``."""
+    sources = sorted(sources_dir.rglob("*.java"))
     if not sources:
         return
     javac = java_executable("javac")
     jar_tool = java_executable("jar")
-    classes = Path(tempfile.mkdtemp(prefix="crashhook-", dir=settings().state))
-    log("compiling the crash hook ...")
-    cp = f"{pyspark_jars_dir()}/*"
-    proc = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", cp, "-d", str(classes), *map(str, sources)],
-                          capture_output=True, text=True)
+    classes = Path(tempfile.mkdtemp(prefix="javac-", dir=settings().state))
+    log(f"compiling {what} ...")
+    proc = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", classpath, "-d", str(classes),
+                           *map(str, sources)], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise CourseError("Could not compile the crash hook (needs a JDK's javac, not only a JRE):\n" + proc.stderr[-2000:])
-    subprocess.run([jar_tool, "cf", str(folder / CRASH_HOOK_JAR), "-C", str(classes), "."], check=True)
+        shutil.rmtree(classes, ignore_errors=True)
+        raise CourseError(f"Could not compile {what} (needs a JDK's javac, not only a JRE):\n" + proc.stderr[-2000:])
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([jar_tool, "cf", str(jar), "-C", str(classes), "."], check=True)
     shutil.rmtree(classes, ignore_errors=True)
+
+
+def class_policy_stamp() -> str:
+    """What the class policy's jar was built from: its sources and the kafka classpath's own stamp."""
+    digest = hashlib.sha256(stamp("kafka").encode())
+    for src in sorted(CLASS_POLICY_SOURCES.rglob("*.java")):
+        digest.update(src.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def class_policy_jar(log=print) -> Path:
+    """The class broker's topic policy (stack/classlimits.py), compiled now if it is missing or out of date; a
+    CourseError says to run setup when the kafka jars are not there."""
+    jars("kafka")
+    folder = settings().jars / "class-policy"
+    marker, jar = folder / ".built", folder / CLASS_POLICY_JAR
+    if not (jar.exists() and marker.exists() and marker.read_text().strip() == class_policy_stamp()):
+        clients = sorted(classpath_dir("kafka").glob("kafka-clients-*.jar"))
+        if not clients:
+            raise CourseError("The kafka jars have no kafka-clients jar, which the class policy is built on. "
+                              "Run `make setup` once, with network.")
+        _compile(CLASS_POLICY_SOURCES, str(clients[-1]), jar, "the class broker's topic policy", log)
+        marker.write_text(class_policy_stamp() + "\n")
+    return jar
 
 
 def ensure(kind: str, log=print) -> Path:
     """Resolve one classpath if it is missing or out of date. Returns its folder."""
     folder = classpath_dir(kind)
-    if is_resolved(kind):
-        return folder
-    _resolve_with_ivy(CLASSPATHS[kind], folder, log)
-    if kind == "spark":
-        _drop_jars_pyspark_ships(folder)
-        _build_crash_hook(folder, log)
-    (folder / ".resolved").write_text(stamp(kind) + "\n")
-    log(f"{kind} jars ready in {folder} ({len(list(folder.glob('*.jar')))} jars)")
+    if not is_resolved(kind):
+        _resolve_with_ivy(CLASSPATHS[kind], folder, log)
+        if kind == "spark":
+            _drop_jars_pyspark_ships(folder)
+            _build_crash_hook(folder, log)
+        (folder / ".resolved").write_text(stamp(kind) + "\n")
+        log(f"{kind} jars ready in {folder} ({len(list(folder.glob('*.jar')))} jars)")
+    if kind == "kafka":
+        class_policy_jar(log)  # its own folder and stamp: a change to it never resolves the broker's jars again
     return folder
 
 

@@ -38,13 +38,19 @@ generation off, and expressions evaluated without generated code (``factoryMode`
 internal Spark setting documented as not meant for end users, so do not copy it into a
 production job). Results are the same; a fresh driver's recovery and first batch take about
 15 % less CPU, lesson 05 about 10 % less. A query over real volumes wants Spark's defaults.
+
+A Spark start takes seconds on a quiet machine and up to a minute on a busy one, so ``get_spark``
+says what it is doing through ``progress`` (a notebook's status line passes one: statusline.py) with
+how long the last start took on this machine (:func:`start_estimate`, kept in ``.state/logs``).
 """
 from __future__ import annotations
 
+import json
 import os
+import time
 from pathlib import Path
 
-from . import classarchive, jars
+from . import classarchive, foreachbatch, jars
 from ..config import HOST, CourseError, settings
 from .java import QUICK_JIT, path_option, require_java
 
@@ -104,19 +110,53 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
     return conf
 
 
+#: Where the length of the last Spark start on this machine is kept (for the next start's estimate).
+STARTS_FILE = "spark-starts.json"
+#: The estimate before any start was measured here: two quiet cores, the class archive in place.
+FIRST_START_ESTIMATE = "about 15 s on a quiet machine, up to a minute on a busy one"
+
+
+def start_estimate() -> str:
+    """How long a Spark start takes here: the last start's seconds, or the usual figure."""
+    try:
+        last = json.loads((settings().state / "logs" / STARTS_FILE).read_text())["last_s"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return FIRST_START_ESTIMATE
+    return f"the last start here took {last:.0f} s"
+
+
+def _record_start(seconds: float) -> None:
+    path = settings().state / "logs" / STARTS_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"last_s": round(seconds, 1)}) + "\n")
+    except OSError:  # an estimate is a courtesy, never a failure
+        pass
+
+
+def running() -> bool:
+    """Has this process a live SparkSession (so get_spark returns at once)?"""
+    return _session is not None and _session._jsc is not None and not _session._jsc.sc().isStopped()
+
+
 def log_path(app_name: str):
     """Where the JVM of this process writes its output."""
     return settings().state / "logs" / f"spark-{app_name}-{os.getpid()}.log"
 
 
-def get_spark(app_name: str = "exactly-once-for-real", extra_conf: dict[str, str] | None = None, log=None):
+def get_spark(app_name: str = "exactly-once-for-real", extra_conf: dict[str, str] | None = None, log=None,
+              progress=None):
     """Build the SparkSession once per process and return it (later calls return the same one).
 
     The JVM writes its output to ``log`` (default: a file per process under ``.state/logs``).
+    ``progress(text)``, if given, is told each step of a start (none when the session runs already).
     """
     global _session
-    if _session is not None and _session._jsc is not None and not _session._jsc.sc().isStopped():
+    if running():
         return _session
+    say = progress or (lambda text: None)
+    started = time.monotonic()
+    say(f"starting Spark's JVM with Spark, Delta and Kafka ({start_estimate()})")
     require_java()
     from .cluster import require_master
 
@@ -143,8 +183,11 @@ def get_spark(app_name: str = "exactly-once-for-real", extra_conf: dict[str, str
                 raise CourseError(f"Spark's JVM did not start ({error}). The end of its log "
                                   f"({log}):\n{tail}") from None
         SparkContext._ensure_initialized(gateway=gateway)
+    say("creating the SparkSession in the JVM (Spark's context, Delta's SQL extension)")
     _session = SparkSession.builder.config(conf=conf).getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
+    foreachbatch.install()  # a foreachBatch query stopped mid-batch ends quietly (see foreachbatch.py)
+    _record_start(time.monotonic() - started)
     return _session
 
 

@@ -8,11 +8,16 @@ which pulls first) brings course updates into the copies:
 
 * a notebook the course added is copied;
 * a copy whose cells the learner never edited (running it is not editing) is replaced by the
-  course's new version;
+  course's new version, and what the learner's run showed is never lost: each code cell the update
+  left as it was gets its outputs back (and the notebook its saved widgets); if a cell that the
+  update changed or removed had outputs, the whole earlier copy is also kept next to it, as
+  ``NAME (your run before the update).ipynb``;
 * a copy the learner edited is kept as it is, and the new version is written next to it as
   ``NAME (course update).ipynb``.
 
-``my-work/.copied.json`` remembers, for each copy, a fingerprint of the cells it was made from.
+Each change is said in a line: what was copied, replaced (with how many cells' outputs were carried
+over), and kept where. ``my-work/.copied.json`` remembers, for each copy, a fingerprint of the cells
+it was made from.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ WORK_DIR = "my-work"
 FOLDERS = ("notebooks", "labs", "solutions")
 MANIFEST = ".copied.json"
 UPDATE_SUFFIX = " (course update)"
+EARLIER_RUN_SUFFIX = " (your run before the update)"
 
 
 def work_dir(root: Path | None = None) -> Path:
@@ -50,17 +56,60 @@ def without_outputs(nb):
     return nb
 
 
-def refresh(root: Path | None = None, log=print) -> dict[str, list[str]]:
-    """Copy what is new, update what the learner left as it was, keep what they edited.
+def _source(cell) -> str:
+    source = cell.get("source", "")
+    return source if isinstance(source, str) else "".join(source)
 
-    Returns ``{"copied": [...], "updated": [...], "kept": [...]}`` (paths under my-work/)."""
+
+def has_run(nb) -> bool:
+    """Did the learner run (and save) this copy: does any code cell hold outputs or a run number?"""
+    return any(c.get("outputs") or c.get("execution_count") is not None for c in nb.cells if c.cell_type == "code")
+
+
+def carry_outputs(old, new) -> tuple[int, int]:
+    """Give each code cell of ``new`` the outputs of the cell of ``old`` with the same source (in order),
+    and ``new`` the widgets ``old`` saved. Returns (cells whose outputs were carried over, cells of
+    ``old`` with outputs that ``new`` no longer has: changed or removed by the update)."""
+    waiting: dict[str, list] = {}
+    for cell in old.cells:
+        if cell.cell_type == "code":
+            waiting.setdefault(_source(cell), []).append(cell)
+    carried = 0
+    for cell in new.cells:
+        if cell.cell_type != "code" or not waiting.get(_source(cell)):
+            continue
+        before = waiting[_source(cell)].pop(0)
+        cell.outputs, cell.execution_count = before.get("outputs", []), before.get("execution_count")
+        carried += bool(cell.outputs)
+    left = sum(1 for cells in waiting.values() for cell in cells if cell.get("outputs"))
+    if carried and "widgets" in old.metadata:
+        new.metadata["widgets"] = old.metadata["widgets"]
+    return carried, left
+
+
+def _free_name(path: Path) -> Path:
+    """``path``, or ``NAME 2.ipynb``, ``NAME 3.ipynb``... when it exists already."""
+    number, candidate = 2, path
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem} {number}{path.suffix}")
+        number += 1
+    return candidate
+
+
+def refresh(root: Path | None = None, log=print) -> dict[str, list[str]]:
+    """Copy what is new, update what the learner left as it was (their outputs carried over, their earlier
+    run kept beside it when the update changed a cell that had outputs), keep what they edited.
+
+    Returns ``{"copied": [...], "updated": [...], "kept": [...], "earlier_runs": [...]}`` (paths under
+    my-work/; ``earlier_runs`` names the runs kept next to an updated copy)."""
     import nbformat
 
     root = root or settings().root
     work = work_dir(root)
     manifest_path = work / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    done: dict[str, list[str]] = {"copied": [], "updated": [], "kept": []}
+    done: dict[str, list[str]] = {"copied": [], "updated": [], "kept": [], "earlier_runs": []}
+    said: list[str] = []
     for folder in FOLDERS:
         for source in sorted((root / folder).glob("*.ipynb")):
             relative = f"{folder}/{source.name}"
@@ -78,7 +127,10 @@ def refresh(root: Path | None = None, log=print) -> dict[str, list[str]]:
                 continue
             kind = "updated" if target.exists() else "copied"
             target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(without_outputs(course), str(target))
+            fresh = without_outputs(course)
+            if kind == "updated":
+                said.append(_update_run(target, fresh, relative, done))
+            nbformat.write(fresh, str(target))
             manifest[relative] = new
             done[kind].append(relative)
     work.mkdir(parents=True, exist_ok=True)
@@ -86,9 +138,33 @@ def refresh(root: Path | None = None, log=print) -> dict[str, list[str]]:
     if done["copied"]:
         log(f"your copies of the notebooks: {len(done['copied'])} new in {WORK_DIR}/ (git ignores it; "
             "the originals stay as the course ships them)")
-    if done["updated"]:
-        log(f"updated {len(done['updated'])} of your copies that you had not edited: {', '.join(done['updated'])}")
+    for line in said:
+        log(line)
     for relative in done["kept"]:
         log(f"kept your edited {WORK_DIR}/{relative}; the course's new version is next to it, "
             f"as {Path(relative).stem}{UPDATE_SUFFIX}.ipynb")
     return done
+
+
+def _update_run(target: Path, fresh, relative: str, done: dict) -> str:
+    """Before an unedited copy is replaced by ``fresh``: carry its outputs over, keep the whole earlier copy
+    when some of them cannot be (written as NAME (your run before the update).ipynb). Returns the line
+    that says what happened."""
+    import shutil
+
+    import nbformat
+
+    old = nbformat.read(str(target), as_version=4)
+    shown = f"{WORK_DIR}/{relative}"
+    if not has_run(old):
+        return f"replaced {shown} with the course's new version (you had not run or edited it)"
+    carried, left = carry_outputs(old, fresh)
+    line = (f"replaced {shown} with the course's new version (you had run it, not edited it); "
+            f"your outputs of the {carried} cell(s) it did not change are in it")
+    if left:
+        earlier = _free_name(target.with_name(f"{target.stem}{EARLIER_RUN_SUFFIX}{target.suffix}"))
+        shutil.copy2(target, earlier)
+        done["earlier_runs"].append(earlier.relative_to(target.parents[1]).as_posix())
+        line += (f"; {left} cell(s) the update changed or removed had outputs, so your whole earlier run is kept "
+                 f"as {WORK_DIR}/{earlier.relative_to(target.parents[1]).as_posix()}")
+    return line

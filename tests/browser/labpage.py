@@ -176,12 +176,30 @@ class NotebookPage:
         self.wait_idle(timeout_s, started, watch)
         return time.monotonic() - started
 
-    def run_cell(self, cell, timeout_s: float = 240) -> None:
-        """Shift+Enter in ``cell``, then wait until it has run (its prompt shows a new number)."""
+    def run_cell(self, cell, timeout_s: float = 240, watch=None) -> None:
+        """Shift+Enter in ``cell``, then wait until it has run (its prompt shows a new number); ``watch()``,
+        if given, is called about twice a second meanwhile."""
         before = self.prompts()
         cell.locator(".jp-InputArea-editor").click()
         self.page.keyboard.press("Shift+Enter")
-        self.wait_idle(timeout_s, before=before)
+        self.wait_idle(timeout_s, before=before, watch=watch)
+
+    def run_this_cell(self, cell, timeout_s: float = 300, watch=None) -> None:
+        """Run ``cell`` alone (Shift+Enter) and wait until its own prompt shows a new run number; ``watch()``
+        is called about twice a second meanwhile. Other cells may stay unrun."""
+        prompt = cell.locator(".jp-InputArea-prompt")
+        before = prompt.inner_text().strip()
+        cell.locator(".jp-InputArea-editor").click()
+        self.page.keyboard.press("Shift+Enter")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            now = prompt.inner_text().strip()
+            if re.fullmatch(r"\[\d+\]:", now) and now != before:
+                return
+            if watch is not None:
+                watch()
+            time.sleep(0.5)
+        raise AssertionError(f"{self.name}: a cell still runs after {timeout_s} s (see {self.screenshot('cell')})")
 
     def wait_idle(self, timeout_s: float = 240, started: float | None = None, watch=None,
                   before: list[str] | None = None) -> None:

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
+import time
 import urllib.request
 from pathlib import Path
 
@@ -29,9 +31,13 @@ def _make_lab(port: int, **kwargs) -> subprocess.Popen:
                             **kwargs)
 
 
-def _wait_for_server(first: subprocess.Popen) -> dict:
+#: What JupyterLab's own log lines look like ("[I 2025-01-01 10:00:00.000 ServerApp] ..."): never on the terminal.
+JUPYTER_LOG_LINE = re.compile(r"^\[[DIWEC] \d{4}-\d\d-\d\d |ServerApp\]|LabApp\]|jupyter_server|To access the server")
+
+
+def _wait_for_server(first: subprocess.Popen, seen: list[str] | None = None) -> dict:
     """Read the first `make lab`'s output until it prints lesson 00's address (as a learner waits for it)."""
-    seen = []
+    seen = [] if seen is None else seen
     for line in first.stdout:  # ends if make ends; the test's own timeout covers a hang
         seen.append(line)
         if "Open lesson 00:" in line:
@@ -67,8 +73,17 @@ def test_a_second_make_lab_leaves_jupyterlab_and_the_broker_running():
         pytest.skip("a JupyterLab of this course already runs here (a learner's `make lab`)")
     broker.up(log=lambda m: None)
     first = _make_lab(_free_port())
+    seen: list[str] = []
     try:
-        server = _wait_for_server(first)
+        server = _wait_for_server(first, seen)
+        # the terminal shows the course's lines and the address, JupyterLab's own log goes to the file it names
+        assert not [line for line in seen if JUPYTER_LOG_LINE.search(line)], "".join(seen)
+        log = jupyter.settings().state / jupyter.LOG_FILE
+        assert f"Its own messages go to {log.relative_to(ROOT)}" in "".join(seen), "".join(seen)
+        deadline = time.monotonic() + 120
+        while "ServerApp" not in log.read_text(errors="replace") and time.monotonic() < deadline:
+            time.sleep(0.5)  # the server writes its log as it goes: wait for its lines, however slow
+        assert "ServerApp" in log.read_text(errors="replace")
         second = _make_lab(server["port"])
         out, _ = second.communicate(timeout=120)
         assert second.returncode == 0, out

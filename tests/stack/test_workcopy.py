@@ -80,14 +80,82 @@ def test_git_pull_after_a_run_all_applies_and_updates_reach_the_copies(tmp_path)
 
     said = []
     done = workcopy.refresh(clone, log=said.append)
+    earlier = "notebooks/00-setup-and-tour (your run before the update).ipynb"
     assert done == {"copied": ["notebooks/02-anatomy.ipynb"], "updated": ["notebooks/00-setup-and-tour.ipynb"],
-                    "kept": ["notebooks/01-three-guarantees.ipynb"]}
+                    "kept": ["notebooks/01-three-guarantees.ipynb"], "earlier_runs": [earlier]}
     work = clone / "my-work" / "notebooks"
-    assert "corrected" in nbformat.read(str(work / "00-setup-and-tour.ipynb"), as_version=4).cells[0].source
+    updated = nbformat.read(str(work / "00-setup-and-tour.ipynb"), as_version=4)
+    assert "corrected" in updated.cells[0].source and updated.cells[1].outputs == []  # its one code cell changed
+    run = nbformat.read(str(clone / "my-work" / earlier), as_version=4)  # so the whole run is kept beside it
+    assert run.cells[1].outputs[0]["text"] == "my run\n"
+    assert any("replaced my-work/notebooks/00-setup-and-tour.ipynb" in line and f"kept as my-work/{earlier}" in line
+               for line in said), said
     mine = nbformat.read(str(work / "01-three-guarantees.ipynb"), as_version=4)
     assert mine.cells[1].source == "print('my own answer')" and mine.cells[1].outputs  # untouched
     beside = work / "01-three-guarantees (course update).ipynb"
     assert "corrected" in nbformat.read(str(beside), as_version=4).cells[0].source
     assert any("kept your edited my-work/notebooks/01-three-guarantees.ipynb" in line for line in said)
-    assert workcopy.refresh(clone, log=lambda m: None) == {"copied": [], "updated": [], "kept": []}
+    assert workcopy.refresh(clone, log=lambda m: None) == {"copied": [], "updated": [], "kept": [], "earlier_runs": []}
     assert git(clone, "status", "--porcelain").stdout == ""
+
+
+def two_cells(text: str, second: str = "print('the same')"):
+    nb = lesson(text)
+    nb.cells.append(nbformat.v4.new_code_cell(second))
+    return nb
+
+
+def test_an_update_of_a_run_copy_carries_its_outputs_over_and_keeps_the_run_when_a_changed_cell_had_some(tmp_path):
+    origin, clone = course(tmp_path)
+    nbformat.write(two_cells("lesson 00"), str(origin / "notebooks" / "00-setup-and-tour.ipynb"))
+    git(origin, "commit", "-qam", "two cells")
+    git(clone, "pull", "-q", "--ff-only")
+    workcopy.refresh(clone, log=lambda m: None)
+    copy = clone / "my-work" / "notebooks" / "00-setup-and-tour.ipynb"
+    nb = nbformat.read(str(copy), as_version=4)
+    for cell, text in ((nb.cells[1], "first\n"), (nb.cells[2], "second\n")):  # run, not edited
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+        cell.execution_count = 3
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    nbformat.write(nb, str(copy))
+
+    # an update that changes only the text around the code: every output is carried over, nothing else kept
+    update = two_cells("lesson 00")
+    update.cells[0].source = "# lesson 00, better words"
+    nbformat.write(update, str(origin / "notebooks" / "00-setup-and-tour.ipynb"))
+    git(origin, "commit", "-qam", "words")
+    git(clone, "pull", "-q", "--ff-only")
+    said = []
+    done = workcopy.refresh(clone, log=said.append)
+    assert done["updated"] == ["notebooks/00-setup-and-tour.ipynb"] and done["earlier_runs"] == []
+    nb = nbformat.read(str(copy), as_version=4)
+    assert nb.cells[0].source == "# lesson 00, better words"
+    assert [c.outputs[0]["text"] for c in nb.cells[1:]] == ["first\n", "second\n"]
+    assert nb.metadata["widgets"]  # the saved widgets those outputs show
+    assert said == ["replaced my-work/notebooks/00-setup-and-tour.ipynb with the course's new version (you had "
+                    "run it, not edited it); your outputs of the 2 cell(s) it did not change are in it"]
+
+    # then one that changes a code cell: the unchanged cell keeps its output, the whole run is kept beside
+    nbformat.write(two_cells("lesson 00", second="print('changed')"), str(origin / "notebooks" / "00-setup-and-tour.ipynb"))
+    git(origin, "commit", "-qam", "a code change")
+    git(clone, "pull", "-q", "--ff-only")
+    done = workcopy.refresh(clone, log=said.append)
+    nb = nbformat.read(str(copy), as_version=4)
+    assert nb.cells[1].outputs[0]["text"] == "first\n" and nb.cells[2].outputs == []
+    kept = clone / "my-work" / done["earlier_runs"][0]
+    assert kept.name == "00-setup-and-tour (your run before the update).ipynb"
+    assert nbformat.read(str(kept), as_version=4).cells[2].outputs[0]["text"] == "second\n"
+    assert git(clone, "status", "--porcelain").stdout == ""
+
+
+def test_a_copy_never_run_is_replaced_and_says_so(tmp_path):
+    origin, clone = course(tmp_path)
+    workcopy.refresh(clone, log=lambda m: None)
+    nbformat.write(lesson("lesson 00, corrected"), str(origin / "notebooks" / "00-setup-and-tour.ipynb"))
+    git(origin, "commit", "-qam", "fix")
+    git(clone, "pull", "-q", "--ff-only")
+    said = []
+    done = workcopy.refresh(clone, log=said.append)
+    assert done["updated"] == ["notebooks/00-setup-and-tour.ipynb"] and done["earlier_runs"] == []
+    assert said == ["replaced my-work/notebooks/00-setup-and-tour.ipynb with the course's new version "
+                    "(you had not run or edited it)"]
