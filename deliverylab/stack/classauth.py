@@ -5,13 +5,18 @@ broker and to grant the ACLs, ``workshop join`` to read a learner's token, stack
 
 Identities
     admin      the instructor: a super user (``super.users``), also the broker's own identity on its
-               loopback listeners (INTERNAL, CONTROLLER)
-    board      the class board: may only read the class topic (config.CLASS_TOPIC)
+               loopback listeners (INTERNAL, CONTROLLER), where it logs in with PLAIN; it has no SCRAM login
+    board      the class board: may only read each roster learner's board topic (:func:`board_topic`)
     <learner>  one per line of the roster (class.txt): may create, write, read, describe, configure and
                delete topics whose names start with ``xo.<learner>.`` (config.Settings.learner_prefix), use
-               consumer groups and transactional ids with that prefix, and write and read the class topic;
-               nothing else. Every lesson already names its topics, groups and transactional ids
+               consumer groups and transactional ids with that prefix, add partitions to one topic (lesson 02's
+               :data:`GROWN_TOPIC`), and write and read her own board topic ``xo._board.<learner>``; nothing
+               else. Every lesson already names its topics, groups and transactional ids
                ``xo.<learner>.<lesson>.*`` (lesson.py, modules/m06/harness.py).
+
+A learner's board topic is outside her prefix, so no reset of hers ever deletes it, and she may write it but
+not create, configure or delete it: admin creates it (one partition, the broker's own timestamps) when
+``stack up --class`` adds her. Only she can write it, so the board knows every event there is hers.
 
 Passwords travel as SCRAM-SHA-512 over SASL_PLAINTEXT: the broker never receives a password in clear,
 but record contents cross the network unencrypted.
@@ -27,7 +32,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import CLASS_TOPIC, TOPIC_PREFIX, CourseError, KafkaLogin, learner_id
+from ..config import TOPIC_PREFIX, CourseError, KafkaLogin, learner_id
 
 MECHANISM = "SCRAM-SHA-512"
 PROTOCOL = "SASL_PLAINTEXT"
@@ -120,14 +125,6 @@ def read_passwords(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in found.items()}
 
 
-def scram_format_args(passwords: dict[str, str]) -> list[str]:
-    """``kafka-storage format`` arguments that store one SCRAM-SHA-512 credential per identity (KIP-900)."""
-    args: list[str] = []
-    for name, password in passwords.items():
-        args += ["--add-scram", f"{MECHANISM}=[name={name},password={password}]"]
-    return args
-
-
 # --------------------------------------------------------------------------- join tokens
 
 
@@ -205,8 +202,13 @@ TOPIC_OPERATIONS = ("CREATE", "WRITE", "READ", "DESCRIBE", "DELETE", "DESCRIBE_C
 GROUP_OPERATIONS = ("READ", "DESCRIBE", "DELETE")
 #: transactional ids: a transactional producer needs WRITE and DESCRIBE on its id (module 06's relay)
 TRANSACTIONAL_ID_OPERATIONS = ("WRITE", "DESCRIBE")
-#: the class topic: a learner's kernel sends its results and reads the topic for twin ids (workshop/)
-CLASS_TOPIC_OPERATIONS = ("WRITE", "READ", "DESCRIBE")
+#: her board topic: her kernel sends its results there and reads it back for twin ids (workshop/)
+BOARD_TOPIC_OPERATIONS = ("WRITE", "READ", "DESCRIBE")
+#: the one topic of hers that may get more partitions (CreatePartitions needs ALTER on the topic, and Kafka's
+#: topic policy never sees that request): lesson 02's, which adds one partition (modules/m02/limits.py)
+GROWN_TOPIC = "02-anatomy.grown"
+#: every learner's board topic starts with this; no learner's prefix can (learner ids never start with "_")
+BOARD_TOPIC_PREFIX = f"{TOPIC_PREFIX}_board."
 
 
 def learner_prefix(name: str) -> str:
@@ -214,22 +216,30 @@ def learner_prefix(name: str) -> str:
     return f"{TOPIC_PREFIX}{name}."
 
 
+def board_topic(name: str) -> str:
+    """``xo._board.<name>``: where learner ``name``'s kernel sends her results for the class board."""
+    return f"{BOARD_TOPIC_PREFIX}{name}"
+
+
 def learner_rules(name: str) -> list[Rule]:
     user, prefix = f"User:{name}", learner_prefix(name)
     return ([Rule(user, "TOPIC", prefix, "PREFIXED", op) for op in TOPIC_OPERATIONS]
             + [Rule(user, "GROUP", prefix, "PREFIXED", op) for op in GROUP_OPERATIONS]
             + [Rule(user, "TRANSACTIONAL_ID", prefix, "PREFIXED", op) for op in TRANSACTIONAL_ID_OPERATIONS]
-            + [Rule(user, "TOPIC", CLASS_TOPIC, "LITERAL", op) for op in CLASS_TOPIC_OPERATIONS])
+            + [Rule(user, "TOPIC", prefix + GROWN_TOPIC, "LITERAL", "ALTER")]
+            + [Rule(user, "TOPIC", board_topic(name), "LITERAL", op) for op in BOARD_TOPIC_OPERATIONS])
 
 
-def board_rules() -> list[Rule]:
-    """The board reads the class topic from its beginning, with no consumer group (workshop/feed.py)."""
-    return [Rule(f"User:{BOARD}", "TOPIC", CLASS_TOPIC, "LITERAL", op) for op in ("READ", "DESCRIBE")]
+def board_rules(roster: list[str]) -> list[Rule]:
+    """The board reads each roster learner's board topic from its beginning, with no consumer group
+    (workshop/feed.py), and nothing else: a made-up learner has no topic it could read."""
+    return [Rule(f"User:{BOARD}", "TOPIC", board_topic(name), "LITERAL", op)
+            for name in roster for op in ("READ", "DESCRIBE")]
 
 
 def class_rules(roster: list[str]) -> list[Rule]:
     """Every ACL of a class: the board's and each learner's (admin is a super user and needs none)."""
-    return board_rules() + [rule for name in roster for rule in learner_rules(name)]
+    return board_rules(roster) + [rule for name in roster for rule in learner_rules(name)]
 
 
 # --------------------------------------------------------------------------- refusals, in one line
@@ -240,9 +250,19 @@ _WHAT = {"TOPIC_AUTHORIZATION_FAILED": "this topic", "GROUP_AUTHORIZATION_FAILED
          "CLUSTER_AUTHORIZATION_FAILED": "this cluster-wide action"}
 
 
-def refusal_line(code: str, username: str, action: str, resource: str = "") -> str:
-    """What a learner reads when the class broker refuses ``action`` (Kafka's error ``code``)."""
+#: refusals that are a limit of the class broker (stack/classlimits.py), not a missing right
+LIMITS = ("POLICY_VIOLATION", "THROTTLING_QUOTA_EXCEEDED")
+
+
+def refusal_line(code: str, username: str, action: str, resource: str = "", detail: str = "") -> str:
+    """What a learner reads when the class broker refuses ``action`` (Kafka's error ``code``); for a limit, the
+    broker's own words (``detail``: the topic policy's message names the limit) or the mutation quota's."""
     target = f" {resource}" if resource else ""
+    if code in LIMITS:
+        from .classlimits import throttled_line
+
+        why = throttled_line() if code == "THROTTLING_QUOTA_EXCEEDED" else " ".join(detail.split()) or "a limit"
+        return f"Kafka refused: {username} may not {action}{target} ({code}): {why.rstrip('.')}."
     if code == "SASL_AUTHENTICATION_FAILED":
         return (f"Kafka refused the password of {username!r} ({code}). Ask your instructor for your join token and "
                 "run `python -m deliverylab workshop join <token>` again.")

@@ -5,16 +5,18 @@
     python -m deliverylab stack down --class          # also: stack wipe --class
     python -m deliverylab stack up --class class.txt --address 192.168.1.20 --docker   # docker/class-broker.yaml
 
-``up`` reads the roster (one learner id per line), issues a SCRAM-SHA-512 password to every learner,
-to the board and to the instructor (admin), kept in ``.state/class-broker/passwords.json`` (0600),
-formats the broker's storage with those credentials (``kafka-storage format --add-scram``), starts
-the broker, then, as admin, grants the ACLs of stack/classauth.py, creates the class topic and sets the
-learners' quotas of stack/classquota.py (once per storage: ``quotas.json`` records them). A
-learner added to the roster later gets a password and ACLs at the next ``up`` (the broker keeps
-running). ``join-tokens.txt`` (0600) holds the line to hand each learner:
-``python -m deliverylab workshop join <token>``. With ``--docker`` nothing is started here: the same
-broker runs from docker/class-broker.yaml, with the admin password of ``docker.env`` (0600), and ``up``
-grants the credentials (through the Admin API: that storage was formatted without them) and the ACLs.
+``up`` reads the roster (one learner id per line), issues a SCRAM-SHA-512 password to every learner, to the
+board and to the instructor (admin), kept in ``.state/class-broker/passwords.json`` (0600), formats the broker's
+storage, starts the broker with the limits of stack/classlimits.py (its topic policy, connection limits and safe
+topic defaults), then, as admin, makes the broker match the roster (stack/classroster.py: logins, ACLs of
+stack/classauth.py, board topics; what it added and removed is printed) and sets the quotas of
+stack/classquota.py (once per storage: ``quotas.json`` records them). Run it again after changing the roster: the
+broker keeps running, a removed learner's login and rights are deleted, a re-added learner's new token replaces
+her old one. ``join-tokens.txt`` (0600) holds the line to hand each learner:
+``python -m deliverylab workshop join <token>``. With ``--docker`` nothing is started here: the same broker runs
+from docker/class-broker.yaml, with the admin password and the policy's jar of ``docker.env`` (0600), and ``up``
+does the rest on it the same way. The whole state folder, the broker's KRaft metadata log included (it holds every
+SCRAM salt and key), is readable by the instructor only (stack/classprocess.py).
 
 Listeners (P = DELIVERYLAB_CLASS_PORT, default 9092; the course's own broker is left alone):
     CLASS       <address>:P     SASL_PLAINTEXT, SCRAM-SHA-512: the learners' bootstrap address
@@ -29,20 +31,12 @@ themselves cross the class network unencrypted.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import broker, classauth, classquota, jars, kafka, locks, processes
-from ..config import CLASS_TOPIC, HOST, CourseError, KafkaLogin, Settings, _port, settings
-from .java import QUICK_JIT_FLAGS
+from . import broker, classauth, classlimits, classprocess, classquota, classroster, jars, kafka, locks, processes
+from ..config import HOST, CourseError, KafkaLogin, Settings, _port, settings
 
-HEAP = "768m"
-READY_TIMEOUT_S = 60
-STOP_TIMEOUT_S = 30
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 #: settings of the course's broker that name its listeners, its security or its one node's files: replaced here
 _OWN_KEYS = ("controller.quorum.bootstrap.servers", "listeners", "advertised.listeners", "controller.listener.names",
@@ -117,6 +111,7 @@ def server_properties(s: Settings, address: str, p: Ports, admin_password: str) 
         "authorizer.class.name": AUTHORIZER,
         "super.users": f"User:{classauth.ADMIN}",
         "allow.everyone.if.no.acl.found": "false",
+        **classlimits.server_properties(address),
     }
     lines = ["# Written by deliverylab for the class broker (holds the admin password: mode 0600); rewritten at every "
              "`stack up --class`."]
@@ -139,7 +134,8 @@ def admin_login(s: Settings | None = None, p: Ports | None = None) -> KafkaLogin
 
 
 def board_login(s: Settings | None = None) -> KafkaLogin:
-    """The class board's login (read-only on the class topic), at the address learners use: ``board --class``."""
+    """The class board's login (read-only on the learners' board topics), at the address learners use:
+    ``board --class``."""
     s = s or settings()
     password = classauth.read_passwords(paths(s)["passwords"]).get(classauth.BOARD)
     if not password:
@@ -149,11 +145,9 @@ def board_login(s: Settings | None = None) -> KafkaLogin:
     return KafkaLogin(broker=status().bootstrap, username=classauth.BOARD, password=password)
 
 
-def _java_cmd(s: Settings, java: str, main: str, *args: str, heap: str = HEAP) -> list[str]:
+def _java_cmd(s: Settings, java: str, main: str, *args: str, heap: str = classprocess.HEAP) -> list[str]:
     p = paths(s)
-    return [java, f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC", *QUICK_JIT_FLAGS, "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={p['log4j']}", f"-Dkafka.logs.dir={p['dir']}",
-            "-cp", str(jars.classpath_dir("kafka") / "*"), main, *args]
+    return classprocess.java_cmd(java, p["log4j"], p["dir"], main, *args, heap=heap)
 
 
 def _our_pid(s: Settings) -> int | None:
@@ -166,40 +160,23 @@ def _our_pid(s: Settings) -> int | None:
     return pid if "kafka.Kafka" in cmdline and str(p["props"]) in cmdline and processes.alive(pid) else None
 
 
-def _format(s: Settings, java: str, passwords: dict[str, str]) -> None:
-    """Format empty storage with every identity's SCRAM credential (KIP-900). The passwords are on the format
-    command's line for about two seconds; storage that is formatted already is left as it is."""
+def _format(s: Settings, java: str) -> None:
+    """Format empty storage (storage that is formatted already is left as it is). No login is stored here: admin
+    logs in with PLAIN, and everyone else's SCRAM credential goes in through the Admin API (stack/classroster.py),
+    so no password is ever on a command line."""
     p = paths(s)
     if (p["data"] / "meta.properties").exists():
         return
-    cmd = _java_cmd(s, java, "kafka.tools.StorageTool", "format", "-t", broker.new_cluster_id(), "-c", str(p["props"]),
-                    "--standalone", "--ignore-formatted", *classauth.scram_format_args(passwords), heap="256m")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = classprocess.run_private(_java_cmd(s, java, "kafka.tools.StorageTool", "format", "-t",
+                                              broker.new_cluster_id(), "-c", str(p["props"]), "--standalone",
+                                              "--ignore-formatted", heap="256m"))
     if proc.returncode != 0:
-        raise CourseError("Formatting the class broker's storage failed:\n" + (proc.stdout + proc.stderr)[-2000:])
+        raise CourseError("Formatting the class broker's storage failed: "
+                          + " ".join((proc.stdout + proc.stderr).split())[-600:])
 
 
-def _log_tail(s: Settings, lines: int = 20) -> str:
-    chunks = []
-    for name in ("stdout", "log"):
-        f = paths(s)[name]
-        if f.exists():
-            chunks.extend(f.read_text(errors="replace").strip().splitlines()[-lines:])
-    return "\n".join(chunks[-lines:]) or "(the broker wrote no log)"
-
-
-def _wait_ready(s: Settings, pid: int, admin: KafkaLogin, started: float) -> None:
-    deadline = started + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if not processes.alive(pid):
-            raise CourseError(f"The class broker exited while starting. Its last log lines:\n{_log_tail(s)}\n"
-                              "Fix what the log names, then run `stack up --class` again (`stack wipe --class` "
-                              "starts from empty storage).")
-        if kafka.answers(admin.broker, timeout_s=1.0, login=admin):
-            return
-        time.sleep(0.25)
-    raise CourseError(f"The class broker (pid {pid}) did not answer within {READY_TIMEOUT_S} s. Its last log lines:\n"
-                      f"{_log_tail(s)}\nTry `stack down --class`, then `stack up --class` again.")
+def _logs(s: Settings) -> list[Path]:
+    return [paths(s)["stdout"], paths(s)["log"]]
 
 
 @dataclass
@@ -230,52 +207,74 @@ def status() -> ClassStatus:
 
 
 def up(roster_file: str | Path, address: str = HOST, log=print, docker: bool = False) -> ClassStatus:
-    """Start the class broker (or, when it runs, add the roster's new learners); return once the ACLs are granted.
-    ``docker``: start nothing; grant on the broker of docker/class-broker.yaml (a CourseError says how to start it)."""
+    """Start the class broker (or, when it runs, make it match the roster); return once the roster's logins, ACLs and
+    board topics are on it. ``docker``: start nothing; do it on the broker of docker/class-broker.yaml (a CourseError
+    says how to start it). Whatever fails on the way is one CourseError line that says what to do."""
     s, p = settings(), ports()
     paths_ = paths(s)
     roster = classauth.read_roster(Path(roster_file))
-    paths_["dir"].mkdir(parents=True, exist_ok=True)
+    classprocess.make_private(paths_["dir"])
     with locks.exclusive(paths_["lock"]):
-        passwords = classauth.passwords_for(roster, classauth.read_passwords(paths_["passwords"]))
+        known = classauth.read_passwords(paths_["passwords"])
+        passwords = classauth.passwords_for(roster, known)
         classauth.write_passwords(paths_["passwords"], passwords)
         admin = admin_login(s, p)
         pid = _our_pid(s)
         if docker:
             _docker_broker(paths_["docker_env"], address, passwords[classauth.ADMIN], admin)
         elif not pid:
-            for host, port in ((address, p.client), (address, p.flaky), (HOST, p.controller), (HOST, p.internal)):
-                if not _free(host, port):
-                    raise CourseError(f"Port {port} is taken by another program, so the class broker cannot start. "
-                                      f"Stop that program (`ss -ltnp | grep {port}`), or move the class broker with "
-                                      f"`export DELIVERYLAB_CLASS_PORT={p.client + 1000}`, then run the command again.")
-            from .java import require_java
-
-            java = require_java()
-            jars.jars("kafka")
-            classauth.write_secret_file(paths_["props"], server_properties(s, address, p, passwords[classauth.ADMIN]))
-            paths_["log4j"].write_text(broker.LOG4J2.format(log=paths_["log"]))
-            paths_["address"].write_text(address + "\n")
-            _format(s, java, passwords)
-            started = time.monotonic()
-            with open(paths_["stdout"], "wb") as out:
-                proc = subprocess.Popen(_java_cmd(s, java, "kafka.Kafka", str(paths_["props"])), stdout=out,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-            paths_["pid"].write_text(f"{proc.pid}\n")
-            log(f"starting the class broker (pid {proc.pid}) on {address}:{p.client} ...")
-            pid = proc.pid
-            _wait_ready(s, pid, admin, started)
-        grant(roster, passwords, admin)
-        set_quotas(paths_["quotas"], admin, log, docker)
+            _start(s, p, address, passwords[classauth.ADMIN], admin, log)
+        try:
+            changes = grant(roster, passwords, admin, drawn={n for n in roster if n not in known})
+            set_quotas(paths_["quotas"], admin, log, docker)
+        except CourseError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a Kafka or OS error here is the broker's state: one line
+            raise classprocess.not_ready(f"answered, then failed while it was being set up "
+                                         f"({type(error).__name__}: {' '.join(str(error).split())[:160]})",
+                                         _logs(s)) from None
         write_join_tokens(paths_["tokens"], f"{address}:{p.client}", roster, passwords)
-        log(f"{len(roster)} learner login(s) and their ACLs granted; join tokens in {paths_['tokens']}")
+        classprocess.make_private(paths_["dir"])  # what this run wrote too (the pid, the address, the lock)
+        log(changes.line())
+        for line in classlimits.describe():
+            log(line)
+        log(f"{len(roster)} learner login(s) and their ACLs in place; join tokens in {paths_['tokens']}")
     return status()
+
+
+def _start(s: Settings, p: Ports, address: str, admin_password: str, admin: KafkaLogin, log) -> None:
+    """Start the broker from the course's jars and wait until it answers the admin login."""
+    paths_ = paths(s)
+    for host, port in ((address, p.client), (address, p.flaky), (HOST, p.controller), (HOST, p.internal)):
+        if not _free(host, port):
+            raise CourseError(f"Port {port} is taken by another program, so the class broker cannot start. "
+                              f"Stop that program (`ss -ltnp | grep {port}`), or move the class broker with "
+                              f"`export DELIVERYLAB_CLASS_PORT={p.client + 1000}`, then run the command again.")
+    from .java import require_java
+
+    java = require_java()
+    jars.jars("kafka")
+    jars.class_policy_jar(log)
+    classauth.write_secret_file(paths_["props"], server_properties(s, address, p, admin_password))
+    classauth.write_secret_file(paths_["log4j"], broker.LOG4J2.format(log=paths_["log"]))
+    paths_["address"].write_text(address + "\n")
+    _format(s, java)
+    pid = classprocess.start(_java_cmd(s, java, "kafka.Kafka", str(paths_["props"])), paths_["stdout"])
+    paths_["pid"].write_text(f"{pid}\n")
+    log(f"starting the class broker (pid {pid}) on {address}:{p.client} ...")
+    classprocess.wait_ready(pid, lambda: kafka.answers(admin.broker, timeout_s=1.0, login=admin), _logs(s))
 
 
 def _docker_broker(env_file: Path, address: str, admin_password: str, admin: KafkaLogin) -> None:
     """The compose file's variables in a 0600 file; the broker it starts must answer the admin login."""
+    try:
+        policy = jars.class_policy_jar(log=lambda m: None)
+    except CourseError as missing:
+        raise CourseError(f"The class broker's topic policy is compiled here, from the course's jars, and mounted "
+                          f"into the container: {missing}") from None
     classauth.write_secret_file(env_file, f"DELIVERYLAB_CLASS_ADDRESS={address}\n"
-                                          f"DELIVERYLAB_CLASS_ADMIN_PASSWORD={admin_password}\n")
+                                          f"DELIVERYLAB_CLASS_ADMIN_PASSWORD={admin_password}\n"
+                                          f"DELIVERYLAB_CLASS_POLICY_JAR={policy}\n")
     if not kafka.answers(admin.broker, timeout_s=3, login=admin):
         raise CourseError(f"No class broker answers the admin login on {admin.broker} yet. Start it with `docker compose "
                           f"--env-file {env_file} -f docker/class-broker.yaml up -d`, wait until `docker compose -f "
@@ -301,33 +300,12 @@ def write_join_tokens(path: Path, bootstrap: str, roster: list[str], passwords: 
     classauth.write_secret_file(path, "\n".join(lines) + "\n")
 
 
-def grant(roster: list[str], passwords: dict[str, str], admin: KafkaLogin) -> None:
-    """As admin: a SCRAM credential for every identity the broker lacks, every ACL of the class, the class topic."""
-    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern,
-                             ResourceType)
-
+def grant(roster: list[str], passwords: dict[str, str], admin: KafkaLogin,
+          drawn: set[str] = frozenset()) -> classroster.Changes:
+    """As admin: the broker's logins, ACLs and board topics made the roster's (stack/classroster.py); ``drawn``:
+    the learners whose password was issued just now. What changed."""
     with kafka.admin(admin.broker, login=admin) as client:
-        _add_missing_scram(client, passwords)
-        acls = [ACL(principal=r.principal, host=r.host, operation=ACLOperation[r.operation],
-                    permission_type=ACLPermissionType.ALLOW,
-                    resource_pattern=ResourcePattern(ResourceType[r.resource], r.name, ACLResourcePatternType[r.pattern]))
-                for r in classauth.class_rules(roster)]
-        result = client.create_acls(acls)  # an ACL that exists already is not created twice
-        if result["failed"]:
-            raise CourseError(f"The class broker refused {len(result['failed'])} ACL(s): {result['failed'][:3]}")
-    kafka.ensure_topic(admin.broker, CLASS_TOPIC, partitions=1, login=admin)
-
-
-def _add_missing_scram(client, passwords: dict[str, str]) -> None:
-    """Learners added to the roster after the storage was formatted: their credential, through the Admin API."""
-    from kafka.admin import ScramMechanism, UserScramCredentialUpsertion
-
-    described = client.describe_user_scram_credentials()
-    have = {name for name, info in (described or {}).items() if info.get("credential_infos")}
-    missing = [name for name in passwords if name not in have and name != classauth.ADMIN]
-    if missing:
-        client.alter_user_scram_credentials([UserScramCredentialUpsertion(name, ScramMechanism.SCRAM_SHA_512,
-                                                                          passwords[name]) for name in missing])
+        return classroster.reconcile(client, roster, passwords, drawn)
 
 
 def set_quotas(record: Path, admin: KafkaLogin, log=print, docker: bool = False) -> None:
@@ -352,6 +330,7 @@ def set_quotas(record: Path, admin: KafkaLogin, log=print, docker: bool = False)
 
 
 def down(log=print) -> bool:
+    """Stop the class broker, waiting as long as it makes progress closing its logs (stack/classprocess.py)."""
     s = settings()
     if not paths(s)["dir"].exists():
         return False
@@ -360,12 +339,7 @@ def down(log=print) -> bool:
         if not pid:
             return False
         log(f"stopping the class broker (pid {pid}) ...")
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while processes.alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if processes.alive(pid):
-            processes.kill_group(pid)
+        classprocess.stop(pid, _logs(s), log)
         paths(s)["pid"].unlink(missing_ok=True)
         return True
 

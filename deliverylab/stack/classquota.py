@@ -7,20 +7,24 @@ Kafka's client quotas (Kafka's documentation, Design > Quotas; the names and typ
     consumer_byte_rate   bytes a second a user may fetch (LONG)
     request_percentage   the share of one request-handler or network thread's time a user's requests may take,
                          in percent (DOUBLE); the broker has (num.io.threads + num.network.threads) x 100 %
+    controller_mutation_rate  partitions a user may create or delete a second (DOUBLE, KIP-599), a token bucket of
+                         controller.quota.window.num one-second windows (stack/classlimits.py sets 30: a burst of
+                         60 partitions); over it, CreateTopics, CreatePartitions and DeleteTopics fail with
+                         THROTTLING_QUOTA_EXCEEDED for as long as the bucket is below zero
 
 The most specific quota wins: ``/config/users/<user>`` before ``/config/users/<default>``. The broker
 measures a user's rate over ``quota.window.num`` (11) samples of ``quota.window.size.seconds`` (1 s), and
 over no less than 10 s even when the user has just started or was idle (Kafka's ``Rate.windowSize`` pads the
 window to samples - 1 whole windows), so a burst passes unthrottled up to about ten seconds' worth of the quota
-(:func:`free_burst_bytes`). Above that the broker delays its response and mutes
-the connection for as long as it takes to bring the rate back to the quota: a client over its quota waits;
-it gets no error.
+(:func:`free_burst_bytes`). Above that the broker answers at once with a throttle time, then mutes the
+connection for that long (KIP-219), which brings the rate back to the quota: a client over its quota waits
+(kafka-python also holds its next request for the throttle time); it gets no error.
 
 What this module sets, as admin, when the class broker starts (classbroker.up, also with ``--docker``):
     every learner   the default user quota (``--entity-type users --entity-default``): one setting covers the
                     whole roster, learners added later too, with no step per learner
     admin, board    Kafka's own "no quota" values (:data:`UNLIMITED`): admin is the instructor's tools and the
-                    broker's own identity on its loopback listeners; the board reads the whole class topic
+                    broker's own identity on its loopback listeners; the board reads every learner's board topic
                     when it starts, and neither should ever wait behind a learner's share
 
 kafka-python 3.0.12's KafkaAdminClient has no alter_client_quotas, so Kafka's own ``kafka.admin.ConfigCommand``
@@ -36,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 from ..config import CourseError, KafkaLogin
-from . import classauth
+from . import classauth, classlimits
 
 MIB = 1 << 20
 #: what one learner may produce, in bytes a second: a lesson's burst (300 orders of ~200 bytes, a relay of 300
@@ -44,16 +48,17 @@ MIB = 1 << 20
 #: producer loop flat out is held at 1 MiB/s, so 30 of them would still be 30 MiB/s, which one broker takes
 PRODUCER_BYTE_RATE = 1 * MIB
 #: what one learner may fetch, in bytes a second: a Spark read of a few thousand orders (~1 MB), and a setup's
-#: read of the whole class topic, stay far under the ~20 MiB burst; a consumer loop re-reading a topic is held
+#: read of her board topic, stay far under the ~20 MiB burst; a consumer loop re-reading a topic is held
 CONSUMER_BYTE_RATE = 2 * MIB
 #: one learner's share of the broker's request threads' time, in percent of one thread (the broker has
 #: 8 I/O + 3 network threads = 1100 %): a loop of tiny requests is held at a quarter of one thread
 REQUEST_PERCENTAGE = 25.0
 QUOTAS = {"producer_byte_rate": PRODUCER_BYTE_RATE, "consumer_byte_rate": CONSUMER_BYTE_RATE,
-          "request_percentage": REQUEST_PERCENTAGE}
-#: Kafka's own defaults when no quota applies (QuotaConfig: Long.MAX_VALUE bytes/s, Integer.MAX_VALUE %)
+          "request_percentage": REQUEST_PERCENTAGE, "controller_mutation_rate": classlimits.MUTATION_RATE}
+#: Kafka's own defaults when no quota applies (QuotaConfig: Long.MAX_VALUE bytes/s, Integer.MAX_VALUE % and
+#: mutations a second)
 UNLIMITED = {"producer_byte_rate": (1 << 63) - 1, "consumer_byte_rate": (1 << 63) - 1,
-             "request_percentage": float((1 << 31) - 1)}
+             "request_percentage": float((1 << 31) - 1), "controller_mutation_rate": float((1 << 31) - 1)}
 #: Kafka's defaults: quota.window.num=11 samples of quota.window.size.seconds=1; the rate is measured over at
 #: least (11 - 1) x 1 s (the broker's Rate stat pads a young window to samples - 1 whole windows)
 WINDOW_SAMPLES = 11
@@ -170,4 +175,5 @@ def run_config_commands(java: str, classpath: str, admin: KafkaLogin, jobs: dict
 def describe() -> str:
     """One line for the instructor: the default user quota in readable units."""
     return (f"produces up to {PRODUCER_BYTE_RATE / MIB:g} MiB/s, fetches up to {CONSUMER_BYTE_RATE / MIB:g} MiB/s, "
-            f"uses up to {REQUEST_PERCENTAGE:g} % of one request thread")
+            f"uses up to {REQUEST_PERCENTAGE:g} % of one request thread, creates or deletes up to "
+            f"{classlimits.MUTATION_RATE:g} partitions a second")

@@ -24,6 +24,9 @@ from .classauth import client_options, refusal_line, spark_options
 
 CLIENT_ID = "deliverylab"
 LOGIN_BOOTSTRAP_TIMEOUT_MS = 10000
+#: how long a topic creation or deletion waits for a class broker's mutation quota (stack/classlimits.py) before
+#: it says so: a lesson's own burst never waits, a loop of creations does
+MUTATION_WAIT_S = 30
 
 
 def login_for(bootstrap: str, login: KafkaLogin | None = None) -> KafkaLogin | None:
@@ -67,15 +70,19 @@ def refusals(bootstrap: str, action: str, resource: str = "", login: KafkaLogin 
         if code is None:
             raise
         found = login_for(bootstrap, login)
-        raise CourseError(refusal_line(code, found.username if found else "this client", action, resource)) from None
+        detail = str(error.args[0]) if error.args else ""
+        raise CourseError(refusal_line(code, found.username if found else "this client", action, resource,
+                                       detail)) from None
 
 
 def _refusal_code(error) -> str | None:
-    """Kafka's error code when ``error`` is a refused login or action (TOPIC_AUTHORIZATION_FAILED, ...), else None.
-    kafka-python wraps some (an idempotent producer's InitProducerId) in a plain KafkaError that names the class."""
+    """Kafka's error code when ``error`` is a refused login or action (TOPIC_AUTHORIZATION_FAILED, ...) or a class
+    broker's limit (POLICY_VIOLATION, THROTTLING_QUOTA_EXCEEDED), else None. kafka-python wraps some (an idempotent
+    producer's InitProducerId) in a plain KafkaError that names the class."""
     import kafka.errors as errors
 
-    if isinstance(error, (errors.AuthorizationError, errors.SaslAuthenticationFailedError)):
+    if isinstance(error, (errors.AuthorizationError, errors.SaslAuthenticationFailedError,
+                          errors.PolicyViolationError, errors.ThrottlingQuotaExceededError)):
         return error.message
     named = re.search(r"\b(\w+AuthorizationFailedError|SaslAuthenticationFailedError)\b", str(error))
     found = getattr(errors, named.group(1), None) if named else None
@@ -99,6 +106,10 @@ def _logging_in(bootstrap: str, login: KafkaLogin | None) -> Iterator[dict]:
         except Exception:
             if loginprobe.refused(bootstrap, login):
                 raise SaslAuthenticationFailedError(f"{login.username} on {bootstrap}") from None
+            if loginprobe.closed_at_once(bootstrap):  # this machine is over the class broker's connection limit
+                from .classlimits import connections_line
+
+                raise CourseError(connections_line(bootstrap)) from None
             raise
 
 
@@ -213,15 +224,36 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int = 2, replication: i
     def create(client) -> bool:
         if topic in client.list_topics():
             return False
-        try:
-            client.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=replication,
-                                           topic_configs=config or {})])
-        except TopicAlreadyExistsError:
-            return False
-        return True
+        new = NewTopic(topic, num_partitions=partitions, replication_factor=replication, topic_configs=config or {})
+        failed = _until_not_throttled(lambda: _failures(client.create_topics([new], raise_errors=False)["topics"]))
+        if failed and not isinstance(failed[0], TopicAlreadyExistsError):
+            raise failed[0]
+        return not failed
 
     with refusals(bootstrap, "create topic", topic, login):
         return admin_call(bootstrap, create, login=login)
+
+
+def _failures(results: list[dict], ignore=()) -> list:
+    """The errors (kafka-python's exceptions, with the broker's message) of a create or delete topics result."""
+    import kafka.errors as errors
+
+    found = [errors.for_code(r["error_code"])(r.get("error_message") or r.get("name") or "") for r in results
+             if r["error_code"]]
+    return [e for e in found if not isinstance(e, ignore)]
+
+
+def _until_not_throttled(attempt) -> list:
+    """``attempt()`` (a list of errors) again while a class broker's mutation quota holds it (for up to
+    MUTATION_WAIT_S; kafka-python waits the broker's throttle time before sending again); its last errors."""
+    from kafka.errors import ThrottlingQuotaExceededError
+
+    deadline = time.monotonic() + MUTATION_WAIT_S
+    while True:
+        failed = attempt()
+        if not any(isinstance(e, ThrottlingQuotaExceededError) for e in failed) or time.monotonic() > deadline:
+            return failed
+        time.sleep(1.0)
 
 
 def delete_topics(bootstrap: str, names: list[str], wait_s: float = 30, login: KafkaLogin | None = None) -> None:
@@ -231,10 +263,16 @@ def delete_topics(bootstrap: str, names: list[str], wait_s: float = 30, login: K
     from kafka.errors import UnknownTopicOrPartitionError
 
     with admin(bootstrap, login=login) as client, refusals(bootstrap, "delete topic", ", ".join(names), login):
-        try:
-            client.delete_topics(names, timeout_ms=30000)
-        except UnknownTopicOrPartitionError:
-            pass
+        left = list(names)
+
+        def delete() -> list:
+            result = client.delete_topics(left, timeout_ms=30000, raise_errors=False)["topics"]
+            left[:] = [r["name"] for r in result if r["error_code"]]  # a throttled topic is tried again
+            return _failures(result, ignore=UnknownTopicOrPartitionError)
+
+        failed = _until_not_throttled(delete)
+        if failed:
+            raise failed[0]
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         left = set(names) & set(topics(bootstrap, login=login) or [])
@@ -271,9 +309,18 @@ def set_topic_config(bootstrap: str, topic: str, config: dict[str, str], login: 
     """Change settings of an existing topic (for example ``retention.ms``)."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
+    import kafka.errors as errors
+
     with admin(bootstrap, login=login) as client, refusals(bootstrap, "change the settings of topic", topic, login):
         require_topic_access(client, bootstrap, topic, "change the settings of topic", login)
-        client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=config)])
+        # raise_on_unknown=False: the broker judges the settings (a class broker's policy names its limit);
+        # kafka-python's own check compares them with the topic's dynamic settings, which a learner may not read
+        found = client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=config)],
+                                     raise_on_unknown=False)
+        result = str(found.get("topic", {}).get(topic, "OK"))  # kafka-python returns a refusal as text: raise it
+        failed = re.match(r"\[Error (-?\d+)\] \w+: (.*)", result, re.S)
+        if failed:
+            raise errors.for_code(int(failed.group(1)))(failed.group(2))
 
 
 def _partitions(client, topic: str, bootstrap: str = "") -> list:

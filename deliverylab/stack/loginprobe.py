@@ -5,6 +5,10 @@ and Kafka 4.3 often closes the connection after a wrong SCRAM proof without send
 response, so the client's own log cannot be relied on either. stack/kafka.py asks here when a client
 with a login could not start: SaslHandshake (v1), then SaslAuthenticate (v0) until the broker
 accepts, refuses, or hangs up right after the proof (which is a refusal too).
+
+A class broker also hangs up at once on a machine that already holds as many connections as it allows
+(max.connections.per.ip, stack/classlimits.py), before any Kafka request is read: Kafka has no error
+for it, so :func:`closed_at_once` asks whether that is what happens.
 """
 from __future__ import annotations
 
@@ -79,6 +83,26 @@ def refused(bootstrap: str, login: KafkaLogin, timeout_s: float = 3.0) -> bool |
             return True  # the broker hung up on the proof: a wrong password
         except ValueError:
             return True  # the broker's signature does not match: not the server this password is for
+        except (OSError, struct.error):
+            return None
+        return False
+
+
+def closed_at_once(bootstrap: str, timeout_s: float = 3.0, source: str | None = None) -> bool | None:
+    """True when the broker at ``bootstrap`` accepts a connection and closes it without answering a first request
+    (what Kafka does when this machine is over its connection limit), False when it answers, None when nothing
+    listens or no answer comes in time. ``source``: the local address to connect from (tests)."""
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    try:
+        sock = socket.create_connection((host, int(port)), timeout=timeout_s,
+                                        source_address=(source, 0) if source else None)
+    except (OSError, ValueError):
+        return None
+    with sock:
+        try:
+            _call(sock, SASL_HANDSHAKE, 1, 1, struct.pack(">h", 5) + b"PLAIN")
+        except (ConnectionResetError, BrokenPipeError):
+            return True
         except (OSError, struct.error):
             return None
         return False

@@ -1,9 +1,13 @@
 """``python -m deliverylab board``: the instructor's live table of the class, learner by module.
 
-It reads the class topic from its beginning (feed.py), so it shows learners who joined before
-it started and survives their kernel restarts: every progress event is a full snapshot of a
-learner's module, and the board keeps the best of them (checks passed and quiz scores only
-grow). The last verdict and the checks failing now follow the latest events.
+It reads every learner's board topic from its beginning (feed.py), so it shows learners who
+joined before it started and survives their kernel restarts: every progress event is a full
+snapshot of a learner's module, and the board keeps the best of them (checks passed and quiz
+scores only grow). The last verdict and the checks failing now follow the latest events. Who sent
+an event and when come from Kafka (the topic it is in, the broker's timestamp), every other field is
+checked (eventcheck.py), and what is skipped is one line under the table, never an error; text a
+learner's kernel sent is shown as text (control characters written out), never run by the terminal.
+With a roster, learners not on it are counted, not shown.
 
     learner  now in                         idle  00  01             02
     ada      02-anatomy-lab                 1m    L   L 4✓★ q5/6 EO  3✓ 1✗ ALO
@@ -24,8 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import course
-from ..config import CLASS_TOPIC, CourseError, settings
-from . import feed
+from ..config import CourseError, settings
+from . import eventcheck, feed
+from .eventcheck import shown
 
 VERDICT_CODES = {"exactly-once": "EO", "at-least-once": "ALO", "at-most-once": "AMO", "lost and duplicated": "L+D"}
 IDLE_WARNING_MIN = 10
@@ -63,7 +68,7 @@ class Cell:
         if self.quiz:
             parts.append(f"q{self.quiz[0]}/{self.quiz[1]}")
         if self.verdict:
-            parts.append(VERDICT_CODES.get(self.verdict, self.verdict))
+            parts.append(VERDICT_CODES.get(self.verdict) or shown(self.verdict, 20))
         return " ".join(parts) or "·"
 
 
@@ -87,13 +92,19 @@ class Learner:
 
 
 class Board:
-    """The class, folded from its events."""
+    """The class, folded from its events (checked ones: feed.py; one that still does not fit is counted)."""
 
     def __init__(self, roster: list[str] | tuple[str, ...] = ()):
         self.learners: dict[str, Learner] = {name: Learner(name) for name in roster}
+        self.roster = set(roster)
         self.events = 0
+        self.skipped = eventcheck.Tally()
+        self.partial = False
 
     def add(self, item: dict) -> None:
+        if self.roster and item["learner"] not in self.roster:
+            self.skipped.add(eventcheck.NOT_ON_ROSTER)
+            return
         learner = self.learners.setdefault(item["learner"], Learner(item["learner"]))
         learner.joined = True
         self.events += 1
@@ -123,7 +134,19 @@ class Board:
 
     def add_all(self, items: list[dict]) -> None:
         for item in items:
-            self.add(item)
+            try:
+                self.add(item)
+            except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError):
+                self.skipped.add(eventcheck.MALFORMED)
+
+    def read(self, source: "feed.ClassFeed", timeout_s: float) -> None:
+        """What ``source`` has now; its skipped records counted here too, and whether it read to the end."""
+        before = eventcheck.Tally()
+        before.merge(source.tally)
+        self.add_all(source.read_available(timeout_s=timeout_s))
+        for reason, n in source.tally.reasons.items():
+            self.skipped.add(reason, n - before.reasons[reason])
+        self.partial = not source.complete
 
     def modules(self, every: bool = False) -> list[str]:
         """The course's modules in order: all of them, or those any learner has opened."""
@@ -153,11 +176,12 @@ def render(board: Board, now: datetime | None = None, every_module: bool = False
             rows.append([name, "not started (never connected)", "-"] + ["-"] * len(modules))
             continue
         cells = [learner.modules[m].text() if m in learner.modules else "-" for m in modules]
-        shown = name + (" ⚠" if len(learner.machines) > 1 else "")
-        rows.append([shown, learner.lesson or "-", _idle(learner, now), *cells])
+        rows.append([shown(name, 63) + (" ⚠" if len(learner.machines) > 1 else ""), shown(learner.lesson or "-", 63),
+                     _idle(learner, now), *cells])
         if len(learner.machines) > 1:
-            hosts = ", ".join(sorted(set(learner.machines.values())))
-            notes.append(f"⚠ {name}: {len(learner.machines)} machines use this id ({hosts}); ask one to pick another id")
+            hosts = ", ".join(sorted(shown(h, 64) for h in set(learner.machines.values())))
+            notes.append(f"⚠ {shown(name, 63)}: {len(learner.machines)} machines use this id ({hosts}); ask one to "
+                         "pick another id")
     joined = sum(1 for learner in board.learners.values() if learner.joined)
     waiting = sorted(n for n, learner in board.learners.items() if not learner.joined)
     failing = sorted(n for n, learner in board.learners.items() if any(c.failing for c in learner.modules.values()))
@@ -170,9 +194,17 @@ def render(board: Board, now: datetime | None = None, every_module: bool = False
         summary.append(f"a check failing: {', '.join(failing)}")
     if idle:
         summary.append(f"idle {IDLE_WARNING_MIN}+ min: {', '.join(idle)}")
+    below = [line for line in (board.skipped.line(), _partial(board)) if line]
     if not board.learners:
-        return "nobody on the board yet: learners appear when they run a lesson's setup cell in shared-broker mode"
-    return "\n".join(_table(rows) + [""] + notes + ["; ".join(summary), LEGEND])
+        return "\n".join(["nobody on the board yet: learners appear when they run a lesson's setup cell in "
+                          "shared-broker mode", *below])
+    return "\n".join(_table(rows) + [""] + notes + ["; ".join(summary), *below, LEGEND])
+
+
+def _partial(board: Board) -> str | None:
+    if not board.partial:
+        return None
+    return "partial: the board did not read every learner's events in time; what is missing shows at the next refresh"
 
 
 def render_module(board: Board, module: str, now: datetime | None = None) -> str:
@@ -183,15 +215,17 @@ def render_module(board: Board, module: str, now: datetime | None = None) -> str
         learner = board.learners[name]
         cell = learner.modules.get(module)
         if cell is None:
-            rows.append([name, learner.lesson or "-", _idle(learner, now) if learner.joined else "-",
-                         "not started", "", "", "", ""])
+            rows.append([shown(name, 63), shown(learner.lesson or "-", 63), _idle(learner, now) if learner.joined
+                         else "-", "not started", "", "", "", ""])
             continue
         quiz = f"{cell.quiz[0]} / {cell.quiz[1]}" if cell.quiz else "-"
         checks = f"{cell.checks_passed}" + (" (lab complete)" if cell.lab_complete else "")
-        verdict = f"{cell.verdict} ({cell.verdict_detail})" if cell.verdict else "-"
-        rows.append([name, learner.lesson or "-", _idle(learner, now), "run" if cell.lesson_complete else "not yet",
-                     checks, "; ".join(cell.failing)[:60] or "-", quiz, verdict])
-    return "\n".join([f"module {module}: {course.title(module)}", ""] + _table(rows))
+        verdict = shown(f"{cell.verdict} ({cell.verdict_detail})") if cell.verdict else "-"
+        rows.append([shown(name, 63), shown(learner.lesson or "-", 63), _idle(learner, now),
+                     "run" if cell.lesson_complete else "not yet", checks, shown("; ".join(cell.failing), 60) or "-",
+                     quiz, verdict])
+    below = [line for line in (board.skipped.line(), _partial(board)) if line]
+    return "\n".join([f"module {module}: {course.title(module)}", ""] + _table(rows) + below)
 
 
 def read_roster(path: str | None) -> list[str]:
@@ -243,21 +277,22 @@ def main(argv: list[str] | None = None) -> int:
     def show() -> str:
         return render_module(board, module) if module else render(board, every_module=args.all_modules)
 
-    with feed.ClassFeed(bootstrap, create=login is None, login=login) as source:
-        board.add_all(source.read_available(timeout_s=10))
+    with feed.ClassFeed(bootstrap, login=login) as source:
+        board.read(source, timeout_s=10)
         if args.once:
             print(show())
             return 0
         live = sys.stdout.isatty()
-        shown, last_draw = None, 0.0
+        drawn, last_draw = None, 0.0
         try:
             while True:
-                board.add_all(source.read_available(timeout_s=1))
+                board.read(source, timeout_s=1)
                 text = show()
-                if text != shown or (live and time.monotonic() - last_draw > 30):
-                    header = f"class board · {bootstrap} · {CLASS_TOPIC} · {datetime.now():%H:%M:%S} · Ctrl+C to stop"
+                if text != drawn or (live and time.monotonic() - last_draw > 30):
+                    header = (f"class board · {bootstrap} · {len(source.partitions)} board topic(s) · "
+                              f"{datetime.now():%H:%M:%S} · Ctrl+C to stop")
                     print(("\x1b[2J\x1b[H" if live else "\n") + header + "\n\n" + text, flush=True)
-                    shown, last_draw = text, time.monotonic()
+                    drawn, last_draw = text, time.monotonic()
                 time.sleep(max(0.2, args.refresh))
         except KeyboardInterrupt:
             return 0

@@ -4,7 +4,11 @@ Only in shared-broker mode (settings().shared): otherwise every function here re
 and nothing is sent. The progress store, the checks and the ledger call in after they have
 done their own work (progress.py, checks/, ledger.py); setup says hello (presence.py).
 
-An event is one small JSON object on the class topic (config.CLASS_TOPIC, keyed by learner):
+An event is one small JSON object on the learner's own board topic, ``xo._board.<learner>`` (one partition;
+on a class broker admin creates it and only she may write it, stack/classroster.py; on a broker without logins
+her kernel creates it). The board takes who sent it from the topic and when from the broker's own timestamp
+(the topic stamps every record when it is appended, LogAppendTime); ``learner`` and ``at`` stay in the event
+for a reader of the raw topic only. eventcheck.py says what every other field must be:
 
     {"v": 1, "kind": "progress", "learner": "ada", "module": "03-at-most-once",
      "lesson": "03-at-most-once-lab", "at": "2026-01-01T10:00:00+00:00", "machine": "5f0c...",
@@ -35,7 +39,7 @@ import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..config import CLASS_TOPIC, settings
+from ..config import settings
 from ..course import module_id
 
 VERSION = 1
@@ -144,6 +148,7 @@ class _Sender:
         self.bootstrap = bootstrap
         self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_SIZE)
         self.producer = None
+        self.topics: set[str] = set()  # board topics known to exist (one per learner id this kernel sent as)
         self.failed_at = 0.0
         self.thread = threading.Thread(target=self._run, name="class-board-events", daemon=True)
         self.thread.start()
@@ -178,12 +183,18 @@ class _Sender:
 
 def _send_one(sender: _Sender, item: dict) -> None:
     """Send one event and wait (briefly) for the broker's acknowledgement."""
+    from ..stack.classauth import board_topic
+    from ..stack.classroster import BOARD_TOPIC_CONFIG
+
+    from ..stack import kafka
+
+    topic = board_topic(item["learner"])
+    if topic not in sender.topics:  # a broker without logins creates no topic by itself; a class broker's admin did
+        kafka.ensure_topic(sender.bootstrap, topic, partitions=1, config=dict(BOARD_TOPIC_CONFIG))
+        sender.topics.add(topic)
     if sender.producer is None:
         from kafka import KafkaProducer
 
-        from ..stack import kafka
-
-        kafka.ensure_topic(sender.bootstrap, CLASS_TOPIC, partitions=1)
         timeout_ms = int(SEND_TIMEOUT_S * 1000)
         sender.producer = KafkaProducer(
             bootstrap_servers=sender.bootstrap, client_id="deliverylab-board", acks=1, retries=1,
@@ -191,7 +202,7 @@ def _send_one(sender: _Sender, item: dict) -> None:
             delivery_timeout_ms=2 * timeout_ms + 1000, linger_ms=20, bootstrap_timeout_ms=timeout_ms,
             **kafka.security(sender.bootstrap),  # a class broker with logins: the learner's (stack/classauth.py)
         )
-    sender.producer.send(CLASS_TOPIC, key=item["learner"].encode(),
+    sender.producer.send(topic, key=item["learner"].encode(),
                          value=json.dumps(item, sort_keys=True).encode()).get(timeout=2 * SEND_TIMEOUT_S + 1)
 
 

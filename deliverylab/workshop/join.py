@@ -45,7 +45,7 @@ def join(address: str, learner: str | None, log=print) -> None:
     if not kafka.answers(address, login=login):  # a refused password is a CourseError that says what to do
         raise CourseError(f"No Kafka broker answers at {address}. Check the address with your instructor and that "
                           "this machine is on the class network, then try again.")
-    found = presence.twins(feed.read_events(address, login=login), name, events.machine_id())
+    found = presence.twins(feed.read_events(address, login=login, learner=name), name, events.machine_id())
     if found:
         hosts = ", ".join(sorted({item.get("host") or "?" for item in found.values()}))
         raise CourseError(f"The learner id {name!r} is already in use on that broker by another machine ({hosts}). "

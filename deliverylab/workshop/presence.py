@@ -1,9 +1,10 @@
 """Saying hello to the class board at setup, and spotting two machines that use one learner id.
 
-``lesson.setup`` calls :func:`announce` (shared-broker mode only). It reads the class topic
-(a second or less), warns when another machine said hello with the same learner id in the
-last hours (their topics and tables would be the same as this learner's), and sends a hello
-that carries the module's progress, so the board is right again after a kernel restart.
+``lesson.setup`` calls :func:`announce` (shared-broker mode only). It reads the learner's own
+board topic (a second or less; on a class broker nobody else can write there), warns when another
+machine said hello with the same learner id in the last hours (their topics and tables would be the
+same as this learner's), and sends a hello that carries the module's progress, so the board is right
+again after a kernel restart. The hello's time is the broker's (feed.py), never the sender's.
 """
 from __future__ import annotations
 

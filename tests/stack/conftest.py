@@ -1,6 +1,8 @@
 """Fixtures of the cluster tests (tests/stack/test_cluster*.py): each cluster is started once per test run,
 and stopped at the end if the run started it (one left running by `cluster up` is left running). And the class
 broker with logins of tests/stack/test_class_broker*.py: one per test module that asks for it."""
+import os
+
 import pytest
 
 
@@ -53,8 +55,12 @@ def room(tmp_path_factory):
         mp.setenv("DELIVERYLAB_WORKSHOP_FILE", str(folder / "workshop.ini"))
         for name in ("DELIVERYLAB_BROKER", "DELIVERYLAB_KAFKA_USER", "DELIVERYLAB_KAFKA_PASSWORD", "DELIVERYLAB_LEARNER"):
             mp.delenv(name, raising=False)
-        # below Linux's ephemeral range, above the stop/start test's 19610-19699 (tests/stack/test_broker.py)
-        base = next(p for p in range(19720, 19990, 10)
+        # below Linux's ephemeral range, above the stop/start test's 19610-19699 (tests/stack/test_broker.py); each
+        # pytest-xdist worker searches a range of its own, so two test files starting a room at once never pick the
+        # same free ports
+        worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+        first = 19720 + 90 * (worker % 3)
+        base = next(p for p in [*range(first, first + 90, 10), *range(19720, 19990, 10)]
                     if all(broker.port_is_free(q) for q in classbroker.Ports(p).bound()))
         mp.setenv("DELIVERYLAB_CLASS_PORT", str(base))
         roster = folder / "class.txt"

@@ -147,26 +147,33 @@ def test_a_wrong_password_is_refused_with_what_to_do(room):
             pass
 
 
-def test_the_board_reads_the_class_topic_and_nothing_else(room):
+def test_the_board_reads_the_learners_board_topics_and_nothing_else(room):
     ada, board = room.login("ada"), room.login("board")
-    produce(ada, CLASS_TOPIC, [b'{"kind": "hello", "learner": "ada", "v": 1}'])  # a learner's kernel reports
+    mine = classauth.board_topic("ada")
+    produce(ada, mine, [b'{"kind": "hello", "learner": "ada", "v": 1}'])  # a learner's kernel reports
     with kafka.consumer(room.bootstrap, login=board) as reader:
-        partition = TopicPartition(CLASS_TOPIC, 0)
+        partition = TopicPartition(mine, 0)
         reader.assign([partition])
         reader.seek_to_beginning(partition)
         records = [r for batch in reader.poll(timeout_ms=5000).values() for r in batch]
     assert any(b'"learner": "ada"' in r.value for r in records)
-    assert refused(lambda: produce(board, CLASS_TOPIC), room, "board", "write topic", CLASS_TOPIC).startswith(
+    assert records[0].timestamp_type == 1  # LogAppendTime: the broker's clock, whatever the sender's says
+    assert refused(lambda: produce(board, mine), room, "board", "write topic", mine).startswith(
         "Kafka refused: board may not write topic")
-    assert kafka.topics(room.bootstrap, login=board) == [CLASS_TOPIC]
+    assert kafka.topics(room.bootstrap, login=board) == [classauth.board_topic("ada"), classauth.board_topic("bob")]
     with pytest.raises(CourseError, match="board may not create topic"):
         kafka.ensure_topic(room.bootstrap, "xo.board.anything", login=board)
+    with pytest.raises((CourseError, ValueError)):  # no DESCRIBE_CONFIGS on it: kafka-python refuses before sending
+        kafka.set_topic_config(room.bootstrap, mine, {"retention.ms": "1000"}, login=ada)  # admin's topic
+    admin = classbroker.admin_login()
+    assert CLASS_TOPIC not in kafka.topics(admin.broker, login=admin)  # no shared topic any more
 
 
 def test_the_class_board_logs_in_as_board_on_the_class_broker_of_this_machine(room, capsys):
     from deliverylab.workshop import board
 
-    produce(room.login("ada"), CLASS_TOPIC, [b'{"kind": "hello", "learner": "ada", "v": 1, "module": "01-three-guarantees"}'])
+    produce(room.login("ada"), classauth.board_topic("ada"),
+            [b'{"kind": "hello", "learner": "ada", "v": 1, "module": "01-three-guarantees"}'])
     assert classbroker.board_login() == room.login("board")
     assert board.main(["--class", "--once"]) == 0
     assert re.search(r"^ada ", capsys.readouterr().out, re.M)

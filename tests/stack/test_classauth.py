@@ -55,12 +55,6 @@ def test_the_password_file_is_readable_by_its_owner_only(tmp_path):
         classauth.read_passwords(path)
 
 
-def test_kafka_storage_format_gets_one_add_scram_per_identity():
-    assert classauth.scram_format_args({"admin": "a1", "ada": "p2"}) == [
-        "--add-scram", "SCRAM-SHA-512=[name=admin,password=a1]",
-        "--add-scram", "SCRAM-SHA-512=[name=ada,password=p2]"]
-
-
 def test_a_join_token_is_one_line_that_carries_the_login():
     token = classauth.join_token("192.168.1.20:9092", "ada", "pw-1")
     assert token.startswith("xo1.") and "\n" not in token and "pw-1" not in token
@@ -71,21 +65,28 @@ def test_a_join_token_is_one_line_that_carries_the_login():
     assert "pw-1" not in repr(classauth.parse_join_token(token))  # never in a traceback or a log
 
 
-def test_a_learner_may_use_her_prefix_and_the_class_topic_and_nothing_else():
+def test_a_learner_may_use_her_prefix_grow_one_topic_and_write_her_board_topic_and_nothing_else():
     rules = classauth.learner_rules("ada")
     assert {r.principal for r in rules} == {"User:ada"}
     assert {(r.resource, r.name, r.pattern) for r in rules} == {
         ("TOPIC", "xo.ada.", "PREFIXED"), ("GROUP", "xo.ada.", "PREFIXED"),
-        ("TRANSACTIONAL_ID", "xo.ada.", "PREFIXED"), ("TOPIC", CLASS_TOPIC, "LITERAL")}
+        ("TRANSACTIONAL_ID", "xo.ada.", "PREFIXED"), ("TOPIC", "xo.ada.02-anatomy.grown", "LITERAL"),
+        ("TOPIC", "xo._board.ada", "LITERAL")}
     on_topics = {r.operation for r in rules if r.name == "xo.ada." and r.resource == "TOPIC"}
     assert on_topics == {"CREATE", "WRITE", "READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+    # ALTER (CreatePartitions, which no topic policy sees) on lesson 02's one growing topic only
+    assert [(r.name, r.operation) for r in rules if r.operation == "ALTER"] == [("xo.ada.02-anatomy.grown", "ALTER")]
+    # her board topic: she writes and reads it; admin creates it, and she may neither configure nor delete it
+    assert {r.operation for r in rules if r.name == "xo._board.ada"} == {"WRITE", "READ", "DESCRIBE"}
     assert not any(r.resource == "CLUSTER" for r in rules)  # idempotent producers need WRITE on a topic only (KIP-679)
     assert config.settings().learner_prefix("ada") == classauth.learner_prefix("ada")
+    assert not classauth.board_topic("ada").startswith(classauth.learner_prefix("ada"))  # no reset of hers touches it
+    assert not any(r.name == CLASS_TOPIC for r in classauth.class_rules(["ada"]))  # the shared class topic is gone
 
 
-def test_the_board_only_reads_the_class_topic_and_admin_needs_no_acl():
-    assert {(r.resource, r.name, r.operation) for r in classauth.board_rules()} == {
-        ("TOPIC", CLASS_TOPIC, "READ"), ("TOPIC", CLASS_TOPIC, "DESCRIBE")}
+def test_the_board_reads_only_the_roster_learners_board_topics_and_admin_needs_no_acl():
+    assert {(r.resource, r.name, r.pattern, r.operation) for r in classauth.board_rules(["ada", "bob"])} == {
+        ("TOPIC", f"xo._board.{n}", "LITERAL", op) for n in ("ada", "bob") for op in ("READ", "DESCRIBE")}
     assert not any(r.principal == "User:admin" for r in classauth.class_rules(["ada", "bob"]))
 
 
@@ -109,6 +110,15 @@ def test_refusals_read_as_one_line_that_says_what_to_do():
     assert "password of 'ada'" in line and "workshop join <token>" in line
 
 
+def test_a_limit_reads_as_one_line_in_the_brokers_words_or_the_quotas():
+    policy = "xo.ada.x asks for 50 partitions; the class broker allows at most 8 per topic (partitions.per.topic)"
+    line = classauth.refusal_line("POLICY_VIOLATION", "ada", "create topic", "xo.ada.x", policy + "\n")
+    assert line == f"Kafka refused: ada may not create topic xo.ada.x (POLICY_VIOLATION): {policy}."
+    line = classauth.refusal_line("THROTTLING_QUOTA_EXCEEDED", "ada", "delete topic", "xo.ada.x")
+    assert "(THROTTLING_QUOTA_EXCEEDED): partitions were created or deleted faster" in line
+    assert "controller_mutation_rate: 2 a second, bursts of 60" in line and "\n" not in line
+
+
 def test_the_class_broker_logs_everyone_in_and_trusts_only_admin(monkeypatch, tmp_path):
     monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path))
     props = dict(line.split("=", 1) for line in classbroker.server_properties(
@@ -124,6 +134,8 @@ def test_the_class_broker_logs_everyone_in_and_trusts_only_admin(monkeypatch, tm
     assert props["sasl.mechanism.controller.protocol"] == "PLAIN" and 'user_admin="adm"' in \
         props["listener.name.controller.plain.sasl.jaas.config"]
     assert props["num.partitions"] == "2" and props["transaction.state.log.replication.factor"] == "1"  # the course's
+    assert props["create.topic.policy.class.name"] == props["alter.config.policy.class.name"] == \
+        "deliverylab.classpolicy.ClassTopicPolicy"  # the limits (test_classlimits.py)
 
 
 def test_a_password_in_the_workshop_file_goes_only_to_the_files_broker(monkeypatch, tmp_path):
@@ -150,6 +162,7 @@ def test_the_course_broker_alone_has_no_login(monkeypatch, tmp_path):
 
 
 def test_the_docker_way_says_how_to_start_the_broker_first(monkeypatch, tmp_path):
+    monkeypatch.setenv("DELIVERYLAB_JARS", str(config.settings().jars))  # the class policy's jar is built from them
     monkeypatch.setenv("DELIVERYLAB_STATE", str(tmp_path / "state"))
     monkeypatch.setenv("DELIVERYLAB_CLASS_PORT", "19990")  # nothing listens on its INTERNAL port, 19996
     (tmp_path / "class.txt").write_text("ada\n")
@@ -158,3 +171,4 @@ def test_the_docker_way_says_how_to_start_the_broker_first(monkeypatch, tmp_path
     env_file = classbroker.paths(config.settings())["docker_env"]
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     assert "DELIVERYLAB_CLASS_ADDRESS=192.168.1.20\n" in env_file.read_text()
+    assert "DELIVERYLAB_CLASS_POLICY_JAR=" in env_file.read_text()  # mounted into the container

@@ -13,9 +13,9 @@ from deliverylab.stack import classquota
 def test_the_numbers_are_the_ones_the_instructor_guide_states():
     # changing one is a decision: measure with `python -m deliverylab.workshop.roomload`, then update the guide
     assert classquota.QUOTAS == {"producer_byte_rate": 1 << 20, "consumer_byte_rate": 2 << 20,
-                                 "request_percentage": 25.0}
+                                 "request_percentage": 25.0, "controller_mutation_rate": 2.0}
     assert classquota.describe() == ("produces up to 1 MiB/s, fetches up to 2 MiB/s, uses up to 25 % of one "
-                                     "request thread")
+                                     "request thread, creates or deletes up to 2 partitions a second")
 
 
 def test_every_learner_shares_one_default_and_admin_and_board_are_exempt():
@@ -25,11 +25,13 @@ def test_every_learner_shares_one_default_and_admin_and_board_are_exempt():
     # Kafka's own "no quota" values (QuotaConfig: Long.MAX_VALUE bytes/s, Integer.MAX_VALUE %)
     assert classquota.UNLIMITED["producer_byte_rate"] == 9223372036854775807
     assert classquota.UNLIMITED["request_percentage"] == 2147483647.0
+    assert classquota.UNLIMITED["controller_mutation_rate"] == 2147483647.0
 
 
 def test_kafka_configs_gets_the_entity_and_the_numbers():
     assert classquota.alter_args(None, classquota.QUOTAS) == [
-        "--alter", "--add-config", "consumer_byte_rate=2097152,producer_byte_rate=1048576,request_percentage=25",
+        "--alter", "--add-config", "consumer_byte_rate=2097152,controller_mutation_rate=2,producer_byte_rate=1048576,"
+                                   "request_percentage=25",
         "--entity-type", "users", "--entity-default"]
     assert classquota.alter_args("board", classquota.UNLIMITED)[-4:] == ["--entity-type", "users", "--entity-name", "board"]
     assert classquota.add_config({"request_percentage": 12.5}) == "request_percentage=12.5"

@@ -24,4 +24,11 @@ def test_no_line_on_the_course_broker_for_other_errors_or_when_the_broker_does_n
     assert loginhint.hint(KAFKA_PYTHON, None, answers=lambda broker, login: True) is None
     assert loginhint.hint(ValueError("could not convert string to float: 'forty'"), ADA,
                           answers=lambda broker, login: True) is None
-    assert loginhint.hint(KAFKA_PYTHON, ADA, answers=lambda broker, login: False) is None  # down, or a wrong address
+    assert loginhint.hint(KAFKA_PYTHON, ADA, answers=lambda broker, login: False,
+                          closed=lambda broker: None) is None  # down, or a wrong address
+
+
+def test_a_machine_the_broker_hangs_up_on_at_once_is_told_it_is_over_the_connection_limit():
+    line = loginhint.hint(KAFKA_PYTHON, ADA, answers=lambda broker, login: False, closed=lambda broker: True)
+    assert line.startswith("The class broker at 192.168.1.20:9092 closes this machine's new connections at once")
+    assert "max.connections.per.ip" in line and "\n" not in line

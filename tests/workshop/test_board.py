@@ -15,7 +15,7 @@ def ev(kind, learner, module, at="2026-03-01T10:00:00+00:00", **fields):
 
 
 def test_latest_state_per_learner_and_module():
-    b = board.Board(roster=["cy"])
+    b = board.Board(roster=["ada", "bob", "cy"])
     b.add_all([
         ev("hello", "ada", "01-three-guarantees", checks_passed=0),
         ev("progress", "ada", "01-three-guarantees", checks_passed=4, lab_complete=True, quiz=[5, 6],
@@ -64,3 +64,36 @@ def test_roster_file_and_module_names(tmp_path):
     assert board._module_arg("3") == "03-at-most-once" and board._module_arg("02-anatomy") == "02-anatomy"
     with pytest.raises(CourseError, match="Unknown module"):
         board._module_arg("42")
+
+
+def test_an_event_that_does_not_fit_is_counted_never_fatal():
+    b = board.Board()
+    b.add_all([ev("progress", "ada", "01-three-guarantees", checks_passed="many"),
+               ev("progress", "ada", "01-three-guarantees", quiz=[1, 0]),
+               {"kind": "hello"},
+               ev("progress", "bob", "01-three-guarantees", checks_passed=3)])
+    assert b.learners["bob"].modules["01-three-guarantees"].checks_passed == 3  # the board goes on
+    assert b.skipped.total == 2 and "2 events skipped: 2 malformed" in board.render(b, now=NOW)
+
+
+def test_a_hosts_escape_sequences_are_shown_as_text():
+    b = board.Board()
+    b.add(ev("hello", "ada", "00-setup-and-tour"))
+    b.add({**ev("hello", "ada", "00-setup-and-tour"), "machine": "m-2", "host": "pc\x1b[2J\x1b]0;owned\x07"})
+    text = board.render(b, now=NOW)
+    assert "\x1b" not in text and "\x07" not in text and "pc\\x1b[2J\\x1b]0;owned\\x07" in text
+
+
+def test_with_a_roster_learners_not_on_it_are_counted_not_shown():
+    b = board.Board(roster=["ada"])
+    b.add_all([ev("hello", "ada", "00-setup-and-tour")] + [ev("hello", f"fake{n}", "00-setup-and-tour") for n in range(300)])
+    text = board.render(b, now=NOW)
+    assert "fake1" not in text and "300 events skipped: 300 from learners not on the roster" in text
+    assert "1 learner(s) on the board" in text
+
+
+def test_a_board_that_did_not_read_everything_says_so():
+    b = board.Board()
+    b.add(ev("hello", "ada", "00-setup-and-tour"))
+    b.partial = True
+    assert "partial: the board did not read every learner's events in time" in board.render(b, now=NOW)

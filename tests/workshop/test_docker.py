@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from deliverylab import config
-from deliverylab.stack import broker, classbroker
+from deliverylab.stack import broker, classbroker, classlimits
 from deliverylab.stack.java import SUPPORTED_JAVA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -221,6 +221,17 @@ def test_the_docker_class_broker_is_the_one_of_stack_up_class_published_only_whe
     assert len(security) >= 15
     for key in security:
         assert docker.get(key) == jars[key], f"{key}: docker/class-broker.yaml differs from stack/classbroker.py"
+    # the limits: the same topic policy, numbers and defaults; the per-machine connection limit is left out on purpose
+    # (behind Docker Desktop every learner's connection comes from one address)
+    limits = classlimits.server_properties("192.168.1.20")
+    per_machine = {"max.connections.per.ip", "max.connections.per.ip.overrides"}
+    for key in set(limits) - per_machine:
+        assert docker.get(key) == jars[key] == limits[key], f"{key}: docker/class-broker.yaml differs from classlimits.py"
+    assert not per_machine & set(docker)
+    policy_jar = [v for v in service["volumes"] if "deliverylab-class-policy.jar" in str(v)]
+    assert policy_jar and policy_jar[0].endswith(":/opt/kafka/libs/deliverylab-class-policy.jar:ro")
+    with pytest.raises(KeyError, match="DELIVERYLAB_CLASS_POLICY_JAR"):
+        interpolate(policy_jar[0], room)  # `stack up --class --docker` writes it to docker.env
     listen, advertised = listeners(env["KAFKA_LISTENERS"]), listeners(env["KAFKA_ADVERTISED_LISTENERS"])
     ports = classbroker.Ports(9092)
     assert {name: port for name, (_, port) in listen.items()} == {

@@ -13,6 +13,7 @@ import pytest
 from deliverylab import ledger, lesson, progress
 from deliverylab.config import CourseError, settings
 from deliverylab.stack import kafka
+from deliverylab.stack.classauth import board_topic
 from deliverylab.workshop import board, events, feed, join
 
 pytestmark = pytest.mark.stack
@@ -71,7 +72,7 @@ def test_two_learners_share_a_broker_without_touching_each_other(room, capsys):
 
     assert events.flush(10)
     seen = board.Board()
-    seen.add_all(feed.read_events(bootstrap, timeout_s=10))
+    seen.add_all(feed.read_all_events(bootstrap, timeout_s=10))  # every learner's board topic
     assert {ada, bob} <= set(seen.learners)
     bob_cell = seen.learners[bob].modules[LESSON]
     assert bob_cell.lesson_complete and bob_cell.verdict == "at-most-once"
@@ -80,13 +81,14 @@ def test_two_learners_share_a_broker_without_touching_each_other(room, capsys):
     assert ada in shown and bob in shown
     room(bob)
     lesson.reset(log=said.append)
+    kafka.delete_topics(bootstrap, [board_topic(ada), board_topic(bob)])  # a reset never deletes them
 
 
 def test_a_second_machine_with_the_same_id_gets_a_warning_at_setup(room, monkeypatch, capsys):
     ada, _ = ids()
     room(ada)
     this_machine = events.machine_id
-    monkeypatch.setattr(events, "machine_id", lambda: "someone-elses-machine")
+    monkeypatch.setattr(events, "machine_id", lambda: "5e1f0e15e")  # another machine's id (hex, as machine_id's)
     lesson.setup(LESSON, quiet=True)  # another machine says hello as ada
     assert events.flush(10)
     monkeypatch.setattr(events, "machine_id", this_machine)  # back to this machine, same learner id
@@ -94,6 +96,7 @@ def test_a_second_machine_with_the_same_id_gets_a_warning_at_setup(room, monkeyp
     out = capsys.readouterr().out
     assert "warning   another machine" in out and repr(ada) in out
     lesson.reset(log=lambda m: None)
+    kafka.delete_topics(settings().bootstrap, [board_topic(ada)])
 
 
 def test_join_writes_the_workshop_file_after_checking_the_broker(broker_up, capsys):
