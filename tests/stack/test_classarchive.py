@@ -66,11 +66,11 @@ def test_a_recording_that_fails_leaves_spark_to_start_without_an_archive(monkeyp
     def no_topic(*args, **kwargs):
         raise CourseError("the broker did not answer")
 
-    def too_slow(command, **kwargs):
-        raise subprocess.TimeoutExpired(command, kwargs["timeout"])
+    def too_slow(options, scratch, bootstrap, topic, archive, log):  # the recording's process outlived its limit
+        raise subprocess.TimeoutExpired(["python", "-c", "RECORDING"], classarchive.RECORDING_TIMEOUT_S)
 
     monkeypatch.setattr(kafka, "ensure_topic", no_topic if problem == "topic_cannot_be_created" else lambda *a, **k: None)
-    monkeypatch.setattr(classarchive.subprocess, "run", too_slow)
+    monkeypatch.setattr(classarchive, "_record", too_slow)
     said = []
     assert classarchive.build(log=said.append) is None
     assert "Spark will start without it" in said[-1]

@@ -3,11 +3,9 @@ package deliverylab.classpolicy;
 import java.io.File;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -29,8 +27,8 @@ import org.apache.kafka.server.policy.CreateTopicPolicy;
  *
  * What a learner already holds is counted from the broker's own log folders: one folder per partition,
  * named TOPIC-N (the class broker is one node, so every partition is there). Topics approved in the last
- * LEDGER_MS whose folders do not exist yet are added from memory, so a burst of requests cannot slip past
- * the count. A refusal is a PolicyViolationException: the learner's client gets its message, one line that
+ * LEDGER_MS count with every partition they were approved for, whether or not their folders exist yet, so a
+ * burst of requests cannot slip past the count. A refusal is a PolicyViolationException: the learner's client gets its message, one line that
  * names the limit, with Kafka's error POLICY_VIOLATION.
  *
  * Every limit can be changed in server.properties with deliverylab.class.NAME (e.g.
@@ -188,13 +186,14 @@ public class ClassTopicPolicy implements CreateTopicPolicy, AlterConfigPolicy {
                 topics.merge(folder.group(1), 1, Integer::sum);
             }
         }
-        Set<String> onDisk = new HashSet<>(topics.keySet());
+        // a topic approved lately counts with all the partitions it was approved for, even when only some of
+        // their folders exist yet (the broker creates them one by one, and the listing may be a moment old)
         for (Iterator<Map.Entry<String, long[]>> it = approved.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<String, long[]> entry = it.next();
             if (now - entry.getValue()[1] > LEDGER_MS) {
                 it.remove();
-            } else if (entry.getKey().startsWith(prefix) && !onDisk.contains(entry.getKey())) {
-                topics.put(entry.getKey(), (int) entry.getValue()[0]);
+            } else if (entry.getKey().startsWith(prefix)) {
+                topics.merge(entry.getKey(), (int) entry.getValue()[0], Math::max);
             }
         }
         int partitions = 0;
