@@ -53,13 +53,10 @@ def check_java() -> Finding:
 
 
 def available_memory_gb() -> float | None:
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024 / 1024
-    except OSError:
-        return None
-    return None
+    """What the machine can still give (running.available_gb: MemAvailable), or None."""
+    from . import running
+
+    return running.available_gb()
 
 
 def check_memory() -> Finding:

@@ -128,3 +128,20 @@ def judge_runs(answer: Any, runs: Runs, judge: Callable[[Any, Any], tuple[str, s
             details.append(("note", COPIED))
         return details
     return None
+
+
+_kept: dict = {}  # key -> (the answer's objects, kept alive with it; the hidden run; its error)
+
+
+def once(key: tuple, objects: tuple, make: Callable[[], Any]) -> Any:
+    """The hidden run ``make()`` built once for ``key`` (a lab keys it by exercise, the answer's objects' ids and the
+    seed; ``objects`` are kept alive with it so an id is never reused), its error kept and raised again too."""
+    if key not in _kept:
+        try:
+            _kept[key] = (objects, make(), None)
+        except Exception as error:  # noqa: BLE001 - kept, and raised again to every check that asks
+            _kept[key] = (objects, None, error)
+    _, value, error = _kept[key]
+    if error is not None:
+        raise error
+    return value

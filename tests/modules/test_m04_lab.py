@@ -35,7 +35,7 @@ def checks():
 @pytest.fixture(params=SEEDS)
 def seed(request, monkeypatch):
     monkeypatch.setenv(hidden.SEED_ENV, str(request.param))
-    lab._kept.clear()
+    hidden._kept.clear()
     return request.param
 
 

@@ -101,7 +101,6 @@ def test_a_learner_cannot_hold_more_topics_or_partitions_than_allowed(room):
             big = client.create_topics([NewTopic(f"xo.mal.big{n}", 8, -1) for n in range(40)], raise_errors=False)
             refused = [t["error_message"] for t in big["topics"] if t["error_code"]]
             assert refused and all("(partitions.per.learner)" in m for m in refused), refused[:2]
-            time.sleep(2)  # his partitions' folders appear: from now on the policy counts them there
             small = client.create_topics([NewTopic(f"xo.mal.small{n}", 1, -1) for n in range(150)], raise_errors=False)
         held = partitions_of(admin, "xo.mal.")
         assert sum(held.values()) <= classlimits.PARTITIONS_PER_LEARNER and len(held) <= classlimits.TOPICS_PER_LEARNER
@@ -270,8 +269,8 @@ def test_one_machine_cannot_open_more_connections_than_allowed(room):
     try:
         for _ in range(classlimits.CONNECTIONS_PER_IP):
             held.append(socket.create_connection((host, int(port)), timeout=5, source_address=("127.0.0.2", 0)))
-        time.sleep(1)  # the broker has accepted them all
-        assert loginprobe.closed_at_once(room.bootstrap, source="127.0.0.2") is True
+        # once the broker has accepted them all (a moment on a busy machine), the next one is closed at once
+        assert eventually(lambda: loginprobe.closed_at_once(room.bootstrap, source="127.0.0.2") is True)
         assert loginprobe.closed_at_once(room.bootstrap) is False  # this machine (loopback) is exempt
         assert loginprobe.refused(room.bootstrap, room.login("ada")) is False
     finally:

@@ -20,21 +20,6 @@ from .watermarks import iso, parse_time
 
 LAB = "04-at-least-once-lab"
 
-_kept: dict = {}  # (what, id of the answer's objects, seed) -> (the objects, the hidden run or its error)
-
-
-def _once(key: tuple, objects: tuple, make: Callable):
-    """The hidden run ``make()`` built once for these answer objects (kept alive with it), its error too."""
-    if key not in _kept:
-        try:
-            _kept[key] = (objects, make(), None)
-        except Exception as error:  # noqa: BLE001 - kept, and raised again to every check that asks
-            _kept[key] = (objects, None, error)
-    _, value, error = _kept[key]
-    if error is not None:
-        raise error
-    return value
-
 
 def _ids(value) -> set:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
@@ -74,7 +59,7 @@ def check_crash(checks, pipe: Callable, crash: Callable, retried: Callable, cras
                 expected="a running driver whose commits cover the whole topic", found=lambda: pipe().status_line(),
                 hint="After the crash: pipe.restart(), then pipe.drain().", depends_on=POINT)
     exercise = f"{LAB}:crash"
-    runs = hidden.Runs(exercise, shown=lambda: hidden_runs.outcome(pipe(), crash()), hidden=lambda rng: _once(
+    runs = hidden.Runs(exercise, shown=lambda: hidden_runs.outcome(pipe(), crash()), hidden=lambda rng: hidden.once(
         ("crash", id(pipe()), id(crash()), hidden.seed_for(exercise)), (pipe(), crash()),
         lambda: crash_again(pipe(), crash().point, rng)))
     checks.on_runs("a crash there writes the batch twice and loses nothing", lambda: crash().point, runs,
@@ -160,7 +145,7 @@ def check_dedupe(checks, result: Callable, lesson=None, trial_again: Callable | 
     hidden trial topic (``trial_again(dedupe, rng)``, default hidden_runs.hidden_trial in ``lesson``)."""
     exercise = f"{LAB}:dedupe"
     again = trial_again or (lambda dedupe, rng: hidden_runs.hidden_trial(dedupe, lesson, rng))
-    runs = hidden.Runs(exercise, shown=result, hidden=lambda rng: _once(
+    runs = hidden.Runs(exercise, shown=result, hidden=lambda rng: hidden.once(
         ("dedupe", id(result()), hidden.seed_for(exercise)), (result(),), lambda: again(result().dedupe, rng)))
     checks.on_runs(DEDUPE_CHECKS[0], result, runs, lambda _, run: None if run.ledger.duplicated == 0 else (
                    "0 duplicated orders", f"{run.ledger.duplicated} duplicated (e.g. {run.ledger.duplicated_ids[0]})"),

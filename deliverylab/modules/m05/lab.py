@@ -19,21 +19,6 @@ LAB = "05-exactly-once-sinks-lab"
 #: Where the hidden runs of both writers crash: after the sink has the batch (after your COMMIT), before commits/N.
 HIDDEN_POINT = "after_sink_write"
 
-_kept: dict = {}  # (what, id of the answer's objects, seed) -> (the objects, the hidden run or its error)
-
-
-def _once(key: tuple, objects: tuple, make: Callable):
-    """The hidden run ``make()`` built once for these answer objects (kept alive with it), its error too."""
-    if key not in _kept:
-        try:
-            _kept[key] = (objects, make(), None)
-        except Exception as error:  # noqa: BLE001 - kept, and raised again to every check that asks
-            _kept[key] = (objects, None, error)
-    _, value, error = _kept[key]
-    if error is not None:
-        raise error
-    return value
-
 
 def _crash_found(crash) -> str:
     return crash.line() if crash is not None else "no crash: your pipeline stopped before it"
@@ -73,7 +58,7 @@ def _writer_checks(checks, exercise: str, pipe: Callable, crash: Callable, crash
     again = crash_again or hidden_runs.crash_writer
     key = f"{LAB}:{exercise.replace(' ', '-')}"
     runs = hidden.Runs(key, shown=lambda: SimpleNamespace(pipe=pipe(), crash=crash(), ledger=ledger()),
-                       hidden=lambda rng: _once((exercise, id(pipe()), hidden.seed_for(key)), (pipe(),),
+                       hidden=lambda rng: hidden.once((exercise, id(pipe()), hidden.seed_for(key)), (pipe(),),
                                                 lambda: again(pipe(), HIDDEN_POINT, rng)))
     checks.on_runs("crashed again in a batch you have not seen: nothing lost or written twice", pipe, runs,
                    _judge_again, depends_on=[ran, lost, duplicated], id=f"{exercise}:again", hint=hints["again"])
@@ -138,7 +123,7 @@ def check_safe_merge(checks, trial: Callable, run_case: Callable | None = None) 
     (default hidden_runs.run_merge_case, in the notebook's Spark)."""
     run_case = run_case or hidden_runs.run_merge_case
     key = f"{LAB}:merge"
-    runs = hidden.Runs(key, shown=lambda: (trial(), SHOWN_EXPECTED), hidden=lambda rng: _once(
+    runs = hidden.Runs(key, shown=lambda: (trial(), SHOWN_EXPECTED), hidden=lambda rng: hidden.once(
         ("merge", id(trial()), hidden.seed_for(key)), (trial(),), lambda: _hidden_merge(trial(), rng, run_case)))
     checks.on_runs(RAN, trial, runs, lambda _, run: None if run[0].error is None else ("no error", run[0].error),
                    hint="Read the error class: a MERGE refuses a batch in which two source rows match one target row. "
