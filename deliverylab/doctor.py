@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 
 from .config import CourseError, settings
-from .stack import broker, jars
+from .stack import broker, flaky, jars
 from .stack.java import (MIN_JAVA, OLDEST_JAVA_25, SUPPORTED_JAVA, java_executable, java_major,
                          parse_java_version, version_text)
 
@@ -86,20 +86,24 @@ def check_memory() -> Finding:
 
 def check_ports() -> Finding:
     s = settings()
+    proxy = s.flaky_proxy_port
+    # the flaky-network proxy listens only while a lesson's or a test's demo runs; it holds a lock meanwhile
+    proxy_busy = not broker.port_is_free(proxy) and not flaky.running(s)
+    proxy_note = " (a lesson's flaky-network demo is using it now)" if flaky.running(s) else ""
     if s.shared:  # no broker of our own: only the flaky-network proxy listens on this machine
-        free = broker.port_is_free(s.flaky_proxy_port)
-        return Finding("ports", free, f"{s.flaky_proxy_port} ({'free' if free else 'in use by another program'}; "
-                                      "for the flaky-network proxy; the broker is shared)",
-                       "" if free else f"Stop the program using port {s.flaky_proxy_port}.")
+        return Finding("ports", not proxy_busy,
+                       f"{proxy} ({'in use by another program' if proxy_busy else 'free'}{proxy_note}; "
+                       "for the flaky-network proxy; the broker is shared)",
+                       f"Stop the program using port {proxy}." if proxy_busy else "")
     ours = broker.status().running
-    ports = (s.kafka_port, s.controller_port, s.flaky_listener_port, s.flaky_proxy_port)
+    ports = (s.kafka_port, s.controller_port, s.flaky_listener_port, proxy)
     busy = [p for p in ports[:3] if not ours and not broker.port_is_free(p)]
-    busy += [ports[3]] if not broker.port_is_free(ports[3]) else []
+    busy += [proxy] if proxy_busy else []
     if busy:
         return Finding("ports", False, f"{', '.join(map(str, busy))} in use by another program",
                        "Stop that program, or set DELIVERYLAB_KAFKA_PORT / DELIVERYLAB_CONTROLLER_PORT to free ports.")
     owner = "the course's broker" if ours else "free"
-    return Finding("ports", True, f"{', '.join(map(str, ports))} ({owner})")
+    return Finding("ports", True, f"{', '.join(map(str, ports))} ({owner}){proxy_note}")
 
 
 def check_jars() -> Finding:

@@ -36,6 +36,17 @@ PRODUCE = 0  # Kafka's api key of a produce request
 WAIT_SECONDS = 120.0
 
 
+def lock_file(s=None):
+    """The lock a running proxy holds (one per port)."""
+    s = s or settings()
+    return s.state / "flaky-proxy" / f"port-{s.flaky_proxy_port}.lock"
+
+
+def running(s=None) -> bool:
+    """Whether one of the course's proxies (a lesson's or a test's demo) holds its port now."""
+    return locks.held(lock_file(s))
+
+
 class FlakyNetwork:
     """The proxy, listening on the FLAKY listener's advertised port while the ``with`` block runs."""
 
@@ -44,7 +55,7 @@ class FlakyNetwork:
         self.listen_port, self.broker_port = s.flaky_proxy_port, s.flaky_listener_port
         # the proxy always listens on this machine; on a shared broker it forwards to that broker's host
         self.broker_host = s.broker_host
-        self.lock_file = s.state / "flaky-proxy" / f"port-{self.listen_port}.lock"
+        self.lock_file = lock_file(s)
         self.wait_seconds = WAIT_SECONDS
         self._lose = 0
         self.lost_replies = 0

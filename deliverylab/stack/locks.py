@@ -10,6 +10,7 @@ crash never leaves a stale lock behind.
         ...
     with exclusive(path, timeout=60):      # LockBusy after 60 s
         ...
+    held(path)                             # is someone holding it now?
 """
 from __future__ import annotations
 
@@ -39,6 +40,21 @@ def exclusive(path: Path, timeout: float | None = None):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def held(path: Path) -> bool:
+    """Whether some process holds the lock at ``path`` right now (a missing file: nobody does)."""
+    try:
+        fh = open(path)
+    except FileNotFoundError:
+        return False
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
 
 
 def _wait_for(fh, path: Path, timeout: float) -> None:

@@ -61,6 +61,34 @@ def test_a_port_taken_outside_the_course_says_so(own_proxy_port):
         pass
 
 
+@pytest.fixture
+def only_the_proxy_port_counts(own_proxy_port, monkeypatch):
+    """doctor.check_ports with the broker's ports free, so only the proxy's port can make it fail."""
+    from deliverylab import doctor
+    real = doctor.broker.port_is_free
+    monkeypatch.setattr(doctor.broker, "port_is_free", lambda port: real(port) if port == own_proxy_port else True)
+    monkeypatch.setattr(doctor.broker, "status", lambda *a: type("Stopped", (), {"running": False})())
+    return doctor.check_ports
+
+
+def test_doctor_counts_a_running_demo_proxy_as_the_course_own(only_the_proxy_port_counts, own_proxy_port):
+    # a lesson's demo holding the proxy while lesson 00 runs its checks (two notebooks at a time under nbval)
+    with flaky.FlakyNetwork():
+        finding = only_the_proxy_port_counts()
+    assert finding.ok, finding.detail
+    assert "flaky-network demo is using it now" in finding.detail
+    assert only_the_proxy_port_counts().ok
+
+
+def test_doctor_names_a_program_outside_the_course_on_the_proxy_port(only_the_proxy_port_counts, own_proxy_port):
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", own_proxy_port))
+        other.listen()
+        finding = only_the_proxy_port_counts()
+    assert not finding.ok
+    assert f"{own_proxy_port} in use by another program" in finding.detail
+
+
 def test_frames_are_split_on_their_size_prefix():
     frame = (6).to_bytes(4, "big") + b"abcdef"
     frames, rest = flaky._split_frames(frame + frame[:7])

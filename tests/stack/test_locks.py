@@ -50,3 +50,12 @@ def test_the_lock_is_free_again_after_the_block(tmp_path):
         pass
     with locks.exclusive(path, timeout=0):
         pass
+
+
+def test_held_says_whether_another_process_holds_the_lock(holder, tmp_path):
+    path, proc = holder
+    assert locks.held(path)
+    proc.kill()
+    proc.wait()
+    assert not locks.held(path)
+    assert not locks.held(tmp_path / "never-made.lock")
