@@ -386,6 +386,10 @@ def spark_session(app_name: str = "exactly-once-for-real"):
     watch_cells(kernel_activity)
     with task("starting Spark") as line:
         spark = session.get_spark(app_name, progress=lambda text: line.step(text, why=_SPARK_START_WHY))
+    if _kernel_shell() is not None:  # a lesson left idle gives its session back (stack/idlesession.py)
+        from .stack import idlesession
+
+        idlesession.watch(_kernel_shell(), lambda: spark_session(app_name))
     return spark
 
 

@@ -12,6 +12,7 @@
     brokers    a three-broker Kafka cluster (KRaft, RF 3, min.insync.replicas=2): stack up --brokers 3
     locks      one holder at a time across processes (server up/down, the flaky proxy's port)
     heartbeat  a long setup step (pip, Ivy, the class archive) says what it does at least every 10 s
+    idlesession   a lesson's kernel left idle stops its Spark session (its JVM exits); the next Spark cell starts one
     foreachbatch  a foreachBatch query stopped mid-batch ends quietly (Spark 4.2.0's regex overflow)
     classarchive  the class-data-sharing archive that shortens every Spark JVM's start (made by setup)
     classbroker   the class broker for a room: SASL/SCRAM logins, prefixed ACLs (stack up --class class.txt)

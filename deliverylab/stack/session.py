@@ -198,6 +198,45 @@ def stop_spark() -> None:
         _session = None
 
 
+def jvm_memory_gb() -> float | None:
+    """What this process's Spark JVM holds (its resident memory), or None when it cannot be read."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    try:
+        for line in open(f"/proc/{proc.pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024 / 1024
+    except (AttributeError, OSError, ValueError):
+        return None
+    return None
+
+
+def release(wait_s: float = 30) -> None:
+    """Stop the session and let its JVM exit (its memory goes back to the machine); the next
+    ``get_spark`` starts a new JVM. Used for a kernel left idle (idlesession.py)."""
+    from pyspark import SparkContext
+
+    stop_spark()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()  # its callback server too (foreachBatch functions)
+    except Exception:  # noqa: BLE001 - the JVM is going away either way
+        pass
+    if proc is not None:
+        try:
+            proc.stdin.close()  # Spark's gateway server exits when its stdin closes
+            proc.wait(timeout=wait_s)
+        except Exception:  # noqa: BLE001
+            proc.kill()
+            proc.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
 def _python() -> str:
     import sys
 
