@@ -114,7 +114,9 @@ class PipWatch:
         if self.download is not None:
             done = _partial_download_mb(self.tmp, self.download[0])
             if done is not None:
-                return f"downloading {self.download[0]}: {done:.0f} MB of {self.download[1]}"
+                size = self.download[1]
+                done_text = f"{done * 1000:.0f} kB" if size.endswith(" kB") else f"{done:.0f} MB"  # pip's unit
+                return f"downloading {self.download[0]}: {done_text} of {size}"
         if self.installing:
             return f"{self.now}: {max(0.0, _size_mb(self.site_packages) - self.installed_before):.0f} MB written"
         return self.now

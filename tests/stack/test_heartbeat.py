@@ -41,6 +41,10 @@ def test_pip_lines_become_what_pip_is_doing_now(tmp_path):
     partial.parent.mkdir(parents=True)
     partial.write_bytes(b"x" * 3_000_000)
     assert watch.detail() == "downloading pyspark-4.2.0.tar.gz: 3 MB of 434.5 MB"
+    watch.read("  Downloading wcwidth-0.9.4-cp310-abi3-manylinux2014_x86_64.whl (785 kB)")
+    (partial.parent / "wcwidth-0.9.4-cp310-abi3-manylinux2014_x86_64.whl").write_bytes(b"x" * 600_000)
+    assert watch.detail().endswith(": 600 kB of 785 kB")  # in pip's unit, never "1 MB of 785 kB"
+    watch.read("  Downloading pyspark-4.2.0.tar.gz (434.5 MB)")
     assert watch.read("  Downloading six-1.17.0-py2.py3-none-any.whl (11 kB)") is None  # small: no line of its own
     assert watch.read("Building wheel for pyspark (pyproject.toml): started") == "  building the wheel of pyspark ..."
     assert watch.read("Installing collected packages: py4j, pyspark") == "  installing 2 package(s) into .venv ..."
