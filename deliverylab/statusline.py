@@ -30,6 +30,8 @@ import sys
 import threading
 import time
 
+from .stack import idlesession
+from .stack.idlesession import kernel_shell as _kernel_shell
 from .stack.runner import STATUS_LINE
 
 #: How often the clock on an open line moves while nothing else changes.
@@ -314,12 +316,6 @@ class _TerminalView:
 _cell_hook_installed = False
 
 
-def _kernel_shell():
-    """The IPython shell when this runs in a notebook kernel, else None."""
-    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
-    return shell if shell is not None and getattr(shell, "kernel", None) is not None else None
-
-
 def _in_a_cell(shell) -> bool:
     """Is the kernel running a cell? A widget's button runs its code outside any cell: a line
     displayed then would show nowhere, and no cell's end would close it."""
@@ -386,10 +382,7 @@ def spark_session(app_name: str = "exactly-once-for-real"):
     watch_cells(kernel_activity)
     with task("starting Spark") as line:
         spark = session.get_spark(app_name, progress=lambda text: line.step(text, why=_SPARK_START_WHY))
-    if _kernel_shell() is not None:  # a lesson left idle gives its session back (stack/idlesession.py)
-        from .stack import idlesession
-
-        idlesession.watch(_kernel_shell(), lambda: spark_session(app_name))
+    idlesession.watch(lambda: spark_session(app_name))  # its restart after an idle release shows this line too
     return spark
 
 

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 from ..config import settings
 
@@ -33,8 +36,18 @@ SPARK_TYPES = ("SparkSession", "DataFrame", "StreamingQuery", "DataStreamReader"
 #: A cell that calls one of these uses Spark even when it names no Spark object.
 SPARK_CALLS = ("get_spark",)
 
+@dataclass(frozen=True)
+class Controls:
+    """What this needs of the process's session (session.py hands them over: no import back)."""
+    running: Callable[[], bool]
+    current: Callable[[], object]
+    release: Callable[[], None]
+    memory_gb: Callable[[], float | None]
+
+
 _lock = threading.RLock()
-_state = {"timer": None, "in_cell": False, "released": None, "installed": False}
+_state = {"timer": None, "in_cell": False, "released": None, "installed": False, "start": None,
+          "controls": None}
 
 
 def idle_minutes() -> float:
@@ -79,14 +92,29 @@ def restart_line(minutes: float, held_gb: float | None, stale: list[str]) -> str
     return text
 
 
-def watch(shell, start) -> None:
-    """Release the kernel's session after idle minutes; ``start()`` starts it again (and returns it) on the
-    next cell that uses Spark. Installed once per kernel (statusline.spark_session calls it)."""
+def kernel_shell():
+    """The IPython shell when this runs in a notebook kernel, else None."""
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    return shell if shell is not None and getattr(shell, "kernel", None) is not None else None
+
+
+def watch(start, preferred: bool = True, controls: Controls | None = None) -> None:
+    """In a notebook kernel: release its session after idle minutes; ``start()`` starts it again (and returns
+    it) on the next cell that uses Spark. The hooks go in once per kernel (the first Spark start, session.py);
+    a ``preferred`` start (statusline's, with its status line) replaces a plain one."""
+    shell = kernel_shell()
+    if shell is None:
+        return
     with _lock:
+        _state["controls"] = controls or _state["controls"]
+        if _state["controls"] is None:
+            return
+        if preferred or _state["start"] is None:
+            _state["start"] = start
         if _state["installed"] or idle_minutes() <= 0:
             return
         _state["installed"] = True
-    shell.events.register("pre_run_cell", lambda info: _before_cell(shell, info, start))
+    shell.events.register("pre_run_cell", lambda info: _before_cell(shell, info))
     shell.events.register("post_run_cell", lambda result: _after_cell())
     _after_cell()
 
@@ -116,7 +144,7 @@ def _arm() -> None:
     timer.start()
 
 
-def _before_cell(shell, info, start) -> None:
+def _before_cell(shell, info) -> None:
     with _lock:  # waits for a release in progress
         _state["in_cell"] = True
         if _state["timer"] is not None:
@@ -124,14 +152,13 @@ def _before_cell(shell, info, start) -> None:
         released = _state["released"]
         if released is None:
             return
-        from . import session
-
+        session = _state["controls"]
         if not session.running() and not needs_spark(getattr(info, "raw_cell", ""), shell.user_ns):
             return
         _state["released"] = None
     if not session.running():
         print(restart_line(released["minutes"], released["gb"], stale_names(shell.user_ns, released["old"])))
-    new = start()
+    new = _state["start"]()
     for name, value in list(shell.user_ns.items()):
         if value is released["old"]:
             shell.user_ns[name] = new
@@ -139,12 +166,11 @@ def _before_cell(shell, info, start) -> None:
 
 
 def _release_if_idle() -> None:
-    from . import session
-
     with _lock:
+        session = _state["controls"]
         if _state["in_cell"] or not session.running():
             return
-        spark = session._session
+        spark = session.current()
         try:
             active = len(spark.streams.active)
         except Exception:  # noqa: BLE001 - a session that cannot answer is not worth keeping
@@ -153,7 +179,7 @@ def _release_if_idle() -> None:
             _log(f"kept the Spark session: {active} streaming quer{'y is' if active == 1 else 'ies are'} active")
             _arm()
             return
-        held = session.jvm_memory_gb()
+        held = session.memory_gb()
         session.release()
         _state["released"] = {"old": spark, "minutes": idle_minutes(), "gb": held}
         _log(f"stopped the Spark session after {idle_minutes():g} idle minutes"

@@ -50,7 +50,7 @@ import os
 import time
 from pathlib import Path
 
-from . import classarchive, foreachbatch, jars
+from . import classarchive, foreachbatch, idlesession, jars
 from ..config import HOST, CourseError, settings
 from .java import QUICK_JIT, path_option, require_java
 
@@ -187,6 +187,9 @@ def get_spark(app_name: str = "exactly-once-for-real", extra_conf: dict[str, str
     _session = SparkSession.builder.config(conf=conf).getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
     foreachbatch.install()  # a foreachBatch query stopped mid-batch ends quietly (see foreachbatch.py)
+    # in a notebook kernel: the session is released when the lesson is left idle (idlesession.py)
+    idlesession.watch(lambda: get_spark(app_name), preferred=False,
+                      controls=idlesession.Controls(running, lambda: _session, release, jvm_memory_gb))
     _record_start(time.monotonic() - started)
     return _session
 

@@ -89,11 +89,13 @@ class Kernel:
 
 
 @pytest.mark.stack
-def test_an_idle_kernel_s_jvm_exits_and_the_next_spark_cell_starts_a_new_one(tmp_path):
+@pytest.mark.parametrize("start", ["deliverylab.get_spark('tests-idle')",  # a notebook's own start (status line)
+                                   "deliverylab.stack.session.get_spark('tests-idle')"])  # a course function's
+def test_an_idle_kernel_s_jvm_exits_and_the_next_spark_cell_starts_a_new_one(start):
     env = {**os.environ, "DELIVERYLAB_IDLE_RELEASE_MINUTES": "0.05"}  # 3 s: the kernel then goes idle
     kernel = Kernel(env)
     try:
-        out = kernel.run("import deliverylab, pyspark\nspark = deliverylab.get_spark('tests-idle')\n"
+        out = kernel.run(f"import deliverylab, deliverylab.stack.session, pyspark\nspark = {start}\n"
                          "orders = spark.range(3)\nfrom pyspark import SparkContext\n"
                          "import os\nprint(os.getpid(), SparkContext._gateway.proc.pid)")
         kernel_pid, jvm = map(int, out.strip().splitlines()[-1].split())
