@@ -31,7 +31,7 @@ import threading
 import time
 
 from .stack import idlesession
-from .stack.idlesession import kernel_shell as _kernel_shell
+from .stack.idlesession import in_a_cell as _in_a_cell, kernel_shell as _kernel_shell
 from .stack.runner import STATUS_LINE
 
 #: How often the clock on an open line moves while nothing else changes.
@@ -314,16 +314,6 @@ class _TerminalView:
 
 
 _cell_hook_installed = False
-
-
-def _in_a_cell(shell) -> bool:
-    """Is the kernel running a cell? A widget's button runs its code outside any cell: a line
-    displayed then would show nowhere, and no cell's end would close it."""
-    try:
-        parent = shell.kernel.get_parent()
-    except Exception:  # noqa: BLE001 - an older kernel: assume a cell
-        return True
-    return (parent or {}).get("header", {}).get("msg_type") == "execute_request"
 
 
 def _install_close_hook(shell) -> None:

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from ..config import settings
-from ..stack import processes
+from ..stack import idlesession, processes
 from .files import DriverHome, write_atomically
 
 STOP_TIMEOUT_S = 60
@@ -215,6 +215,7 @@ def pool() -> DriverPool:
             base = settings().state / "drivers"
             _remove_homes_of_ended_processes(base)
             _pool = DriverPool(base / str(os.getpid()))
+            idlesession.on_release(release_standbys, last=True)  # an idle kernel's drivers end with its session
     return _pool
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from .. import statusline
 from ..todos import raise_if_todo
 from ..config import CourseError
-from ..stack import kafka, processes
+from ..stack import idlesession, kafka, processes
 from . import crashpoints, drivers, sinks, variants
 from .files import PipelineFolder
 from .record import CHECKPOINT_UNUSED, PipelineRecord
@@ -108,11 +108,13 @@ class Pipeline(PipelineRecord):
         self._started_at = 0.0
         self._listeners: list = []
         self.in_a_panel = False  # a CrashPanel shows it: it keeps running after the lesson's last cell
-        self._released = False  # stopped by lesson.complete(): the next move starts it again
+        self._released = ""  # why it was stopped to free memory (lesson.complete(), an idle kernel): the next move starts it
         self.run_dir.mkdir(parents=True, exist_ok=True)
         lesson.track(self)
         lesson.on_cleanup(self.stop)
-        lesson.on_complete(self._stop_unless_in_a_panel)
+        # at lesson.complete(), a pipeline no crash panel shows has done its part: its driver ends
+        lesson.on_complete(lambda: None if self.in_a_panel else _free(self, "at the lesson's end"))
+        idlesession.on_release(self._release_when_idle)
 
     def __repr__(self) -> str:
         return f"<Pipeline {self.status_line()}>"
@@ -187,7 +189,7 @@ class Pipeline(PipelineRecord):
 
     def restart(self, wait: bool = True) -> "Pipeline":
         """Start again after a crash or a stop, from the same checkpoint (at-most-once: a new one)."""
-        self._released = False
+        self._released = ""
         if self.running:
             raise CourseError(f"Pipeline {self.name!r} is running; there is nothing to restart. "
                               "Crash it first (e.g. .crash('after_sink_write')) or .stop() it.")
@@ -238,19 +240,16 @@ class Pipeline(PipelineRecord):
                 drivers.pool().give_back(self.driver)
             self._changed()
 
-    def _stop_unless_in_a_panel(self) -> None:
-        """At ``lesson.complete()``: a pipeline no crash panel shows has done its part; its driver
-        (a JVM of several hundred MB) ends. One in a panel keeps running, so the buttons still work."""
-        if not self.in_a_panel and self.running:
-            self.stop()
-            self._released = True
+    def _release_when_idle(self) -> bool:
+        """The kernel was left idle (stack/idlesession.py): stop, in a panel too; the driver ends with the standbys."""
+        return _free(self, "while the lesson was left idle")
 
     def _resume_if_released(self) -> None:
-        """A learner who runs a cell again after the lesson's end finds the pipeline as the cell left it:
-        stopped cleanly by ``lesson.complete()``, it restarts from its checkpoint (nothing lost or repeated)."""
+        """A pipeline stopped to free memory restarts from its checkpoint at its next move (nothing lost or repeated)."""
+        idlesession.touch()  # a move (a cell's or a panel button's) is activity
         if self._released and not self.running:
-            self._released = False
-            statusline.say(f"{self.name}: starting it again (it was stopped at the lesson's end to free memory)")
+            why, self._released = self._released, ""
+            statusline.say(f"{self.name}: starting it again (it was stopped {why}, to free memory)")
             self.restart()
 
     def delete_checkpoint(self) -> None:
@@ -367,3 +366,12 @@ class Pipeline(PipelineRecord):
             self._raise_if_failed()
             raise CourseError(f"Pipeline {self.name!r} exited ({self.returncode}) without the crash firing.")
         return Crash(fired[0], fired[1], self.returncode, self.starts)
+
+
+def _free(pipe: Pipeline, why: str) -> bool:
+    """Stop ``pipe`` cleanly to free memory; its next move starts it again (``_resume_if_released``)."""
+    if not pipe.running:
+        return False
+    pipe.stop()
+    pipe._released = why
+    return True

@@ -13,16 +13,22 @@ session: the line names them, and the learner runs the cells that made them agai
 that needs Spark in a cell that names none of those starts the session itself (``get_spark``); the next
 cell's start then rebinds the names. What happened is written to ``.state/logs/idle-session.log``.
 
+The lesson's crash-lab pipelines are released with it (``on_release``: each stops its query cleanly
+and its driver ends, so its JVM's memory goes back too); a pipeline's next move starts it again from
+its checkpoint, with a line that says so. A crash panel's button counts as activity (``touch``).
+
 A release never runs during a cell (a cell's start waits for a release in progress to finish), nor
-while a query is active: a running query is work in progress, not a lesson left alone.
+while a query of the kernel's own session is active: that is work in progress, not a lesson left alone.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -47,7 +53,7 @@ class Controls:
 
 _lock = threading.RLock()
 _state = {"timer": None, "in_cell": False, "released": None, "installed": False, "start": None,
-          "controls": None}
+          "controls": None, "hooks": []}
 
 
 def idle_minutes() -> float:
@@ -98,25 +104,42 @@ def kernel_shell():
     return shell if shell is not None and getattr(shell, "kernel", None) is not None else None
 
 
+def in_a_cell(shell) -> bool:
+    """Is the kernel running a cell? A widget's button runs its code outside any cell."""
+    try:
+        parent = shell.kernel.get_parent()
+    except Exception:  # noqa: BLE001 - an older kernel: assume a cell
+        return True
+    return (parent or {}).get("header", {}).get("msg_type") == "execute_request"
+
+
 def watch(start, preferred: bool = True, controls: Controls | None = None) -> None:
     """In a notebook kernel: release its session after idle minutes; ``start()`` starts it again (and returns
-    it) on the next cell that uses Spark. The hooks go in once per kernel (the first Spark start, session.py);
-    a ``preferred`` start (statusline's, with its status line) replaces a plain one."""
+    it) on the next cell that uses Spark. ``controls``: the session's (session.py, at its first start); a
+    ``preferred`` start (statusline's, with its status line) replaces a plain one."""
+    with _lock:
+        _state["controls"] = controls or _state["controls"]
+        if preferred or _state["start"] is None:
+            _state["start"] = start
+    _install()
+
+
+def _install() -> None:
+    """The cell hooks and the idle timer, once per kernel (at its first Spark start or first pipeline)."""
     shell = kernel_shell()
     if shell is None:
         return
     with _lock:
-        _state["controls"] = controls or _state["controls"]
-        if _state["controls"] is None:
-            return
-        if preferred or _state["start"] is None:
-            _state["start"] = start
         if _state["installed"] or idle_minutes() <= 0:
             return
         _state["installed"] = True
+        running_cell = in_a_cell(shell)  # installed from inside a cell: its end arms the timer
     shell.events.register("pre_run_cell", lambda info: _before_cell(shell, info))
     shell.events.register("post_run_cell", lambda result: _after_cell())
-    _after_cell()
+    with _lock:
+        _state["in_cell"] = running_cell
+        if not running_cell:
+            _arm()
 
 
 def _log(text: str) -> None:
@@ -158,29 +181,66 @@ def _before_cell(shell, info) -> None:
         _state["released"] = None
     if not session.running():
         print(restart_line(released["minutes"], released["gb"], stale_names(shell.user_ns, released["old"])))
+    restarted = not session.running()
     new = _state["start"]()
     for name, value in list(shell.user_ns.items()):
         if value is released["old"]:
             shell.user_ns[name] = new
-    _log("started a new Spark session for a cell that uses Spark")
+    _log("started a new Spark session for a cell that uses Spark" if restarted
+         else "the notebook's names now hold the Spark session a course function started")
 
 
 def _release_if_idle() -> None:
     with _lock:
         session = _state["controls"]
-        if _state["in_cell"] or not session.running():
+        if _state["in_cell"]:
             return
-        spark = session.current()
+        spark = session.current() if session is not None and session.running() else None
         try:
-            active = len(spark.streams.active)
+            active = len(spark.streams.active) if spark is not None else 0
         except Exception:  # noqa: BLE001 - a session that cannot answer is not worth keeping
             active = 0
         if active:
             _log(f"kept the Spark session: {active} streaming quer{'y is' if active == 1 else 'ies are'} active")
             _arm()
             return
+        stopped = sum(bool(_call(hook)) for hook in _hooks())
+        if spark is None:
+            if stopped:
+                _log(f"stopped {stopped} pipeline(s) after {idle_minutes():g} idle minutes")
+            return
         held = session.memory_gb()
         session.release()
         _state["released"] = {"old": spark, "minutes": idle_minutes(), "gb": held}
         _log(f"stopped the Spark session after {idle_minutes():g} idle minutes"
-             + (f" ({held:.1f} GB given back)" if held else ""))
+             + (f" ({held:.1f} GB given back)" if held else "") + (f" and {stopped} pipeline(s)" if stopped else ""))
+
+
+def on_release(fn, last: bool = False) -> None:
+    """Call ``fn()`` when the kernel is released for being idle (before its session stops): the course's
+    pipelines stop their drivers there (crashlab). A bound method is held weakly. ``last``: after the others."""
+    ref = weakref.WeakMethod(fn) if inspect.ismethod(fn) else (lambda: fn)
+    with _lock:
+        _state["hooks"].append((last, ref))
+    _install()
+
+
+def touch() -> None:
+    """Work outside a cell (a crash panel's button) counts as activity: the idle time starts again."""
+    with _lock:
+        if _state["installed"] and not _state["in_cell"]:
+            _arm()
+
+
+def _hooks() -> list:
+    alive = [(last, ref) for last, ref in _state["hooks"] if ref() is not None]
+    _state["hooks"] = alive
+    return [ref() for last, ref in sorted(alive, key=lambda item: item[0])]
+
+
+def _call(hook) -> bool:
+    try:
+        return bool(hook())
+    except Exception as error:  # noqa: BLE001 - a release must never fail on one pipeline
+        _log(f"a release hook failed: {error}")
+        return False

@@ -124,3 +124,28 @@ def deliverylab_state():
 
     return settings().state
 
+
+
+def alive(pid: int) -> bool:
+    """A process that has not ended (a zombie its parent has not reaped yet counts as ended)."""
+    try:
+        return "\nState:\tZ" not in open(f"/proc/{pid}/status").read()
+    except OSError:
+        return False
+
+
+@pytest.mark.stack
+def test_an_idle_kernel_s_pipeline_stops_and_its_next_move_starts_it_again():
+    kernel = Kernel({**os.environ, "DELIVERYLAB_IDLE_RELEASE_MINUTES": "0.05"})
+    try:
+        out = kernel.run("import deliverylab\nfrom deliverylab import crashlab\n"
+                         "lesson = deliverylab.setup('test-idle-pipeline', quiet=True)\n"
+                         "pipe = crashlab.Pipeline(lesson, 'at_least_once', max_per_batch=200).start()\n"
+                         "pipe.produce(50); pipe.drain(); print(pipe.pid)")
+        driver = int(out.strip().splitlines()[-1])
+        assert eventually(lambda: not alive(driver)), "the idle kernel's pipeline driver never ended"
+        out = kernel.run("pipe.produce(50); pipe.drain(); print(pipe.running, pipe.ledger().verdict_line())")
+        # started again from its checkpoint by its next move: every order once
+        assert out.strip().endswith("True verdict: exactly-once (produced=100 lost=0 duplicated=0)"), out
+    finally:
+        kernel.close()
