@@ -54,3 +54,13 @@ def test_fill_then_add_a_partition(broker_up):
     assert limits.add_partition(lesson.bootstrap, topic) == 3
     limits.write_to_partition(lesson.bootstrap, topic, 3, 4)
     assert kafka.end_offsets(lesson.bootstrap, topic) == {0: 5, 1: 1, 2: 0, 3: 4}
+
+
+def test_two_partitions_go_over_only_at_a_limit_of_one():
+    # both shares below one round up: one record from each partition, 2 for a limit of 1
+    assert limits.share_out(1, {0: 3, 1: 3}) == {0: 1, 1: 1}
+    for limit in range(2, 60):
+        for a in range(0, 80):
+            for b in range(0, 80):
+                if a + b > limit:
+                    assert limit - 1 <= sum(limits.share_out(limit, {0: a, 1: b}).values()) <= limit

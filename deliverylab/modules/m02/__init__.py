@@ -7,6 +7,8 @@
     ranges   a batch's offset range as Spark reported it (progress) and as a learner wrote it
     limits   how maxOffsetsPerTrigger shares a batch out between partitions (share_out), and topics
              whose partitions are filled, or added, by hand
+    tracking what each batch of a query read, from its progress reports (batches_read, describe): the
+             asynchronous progress tracking demo
     crashed  crashed_copy: a copy of a pipeline as a crash in batch N would have left it (offsets/N, no
              commits/N, no progress record), for the lab's hidden runs
     lab      the lab's checks, one function per exercise, and their hidden runs
@@ -19,7 +21,8 @@ from .groups import (SPARK_GROUP_PREFIX, checkpoint_lag, group_lag, groups_readi
                      spark_named_groups)
 from .limits import add_partition, fill_partitions, rows_per_batch, share_out, write_to_partition
 from .ranges import reported_range, spark_range
+from .tracking import batches_read, describe
 
-__all__ = ["LineFeed", "SPARK_GROUP_PREFIX", "add_partition", "checkpoint_lag", "fill_partitions", "group_lag",
-           "groups_reading", "read_and_commit", "reported_range", "rows_per_batch", "share_out", "spark_named_groups",
-           "spark_range", "wait_until", "write_to_partition"]
+__all__ = ["LineFeed", "SPARK_GROUP_PREFIX", "add_partition", "batches_read", "checkpoint_lag", "describe",
+           "fill_partitions", "group_lag", "groups_reading", "read_and_commit", "reported_range", "rows_per_batch",
+           "share_out", "spark_named_groups", "spark_range", "wait_until", "write_to_partition"]
