@@ -186,7 +186,8 @@ def memory_warning(rows: list[dict], available_gb: float | None, notebooks: dict
     return [f"warning: {len(kernels)} open notebook kernel(s) hold {held:.1f} GB and this machine has {available_gb:.1f} GB "
             f"left, less than one more lesson takes (about {LESSON_GB:.1f} GB): {listed}",
             "  shut down the kernels of lessons you have left: in JupyterLab, Kernel > Shut Down Kernel in their "
-            "tab, or Shut Down All in the Running Terminals and Kernels panel (their outputs stay in the notebooks)"]
+            "tab, or Shut Down All in the Running Terminals and Kernels panel (their outputs stay in the notebooks); "
+            "a lesson left for 10 minutes gives back its Spark session and pipelines by itself"]
 
 
 def course_procs(within: list[str] | None = None) -> list[Proc]:
