@@ -24,6 +24,9 @@ share one broker and a busy port can be moved without editing code:
                                  restart is 1-2 s quicker on an idle machine; it costs 3-4
                                  CPU-seconds a driver. 0 under `make test`, whose two cores are
                                  always busy: there the warm-up only takes CPU from the tests
+    DELIVERYLAB_IDLE_RELEASE_MINUTES  minutes a lesson's kernel may sit idle before it stops its
+                                 Spark session and pipelines to give their memory back (default
+                                 10; 0: never; stack/idlesession.py)
 
 Shared-broker mode (a workshop): one setting points the course at an instructor's broker,
 and the course then never starts, stops or wipes a broker of its own:

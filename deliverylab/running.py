@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .config import settings
 from .crashlab.files import DriverHome
-from .stack import processes
+from .stack import idlesession, processes
 
 #: Roles, from the command line, first match wins.
 ROLES = (
@@ -181,13 +181,14 @@ def memory_warning(rows: list[dict], available_gb: float | None, notebooks: dict
     kernels = kernel_totals(rows, notebooks)
     if available_gb is None or available_gb >= LESSON_GB or not kernels:
         return []
-    held = sum(gb for _, gb in kernels)
+    held, idle = sum(gb for _, gb in kernels), idlesession.idle_minutes()
     listed = ", ".join(f"{name} {gb:.1f} GB" for name, gb in kernels)
     return [f"warning: {len(kernels)} open notebook kernel(s) hold {held:.1f} GB and this machine has {available_gb:.1f} GB "
             f"left, less than one more lesson takes (about {LESSON_GB:.1f} GB): {listed}",
             "  shut down the kernels of lessons you have left: in JupyterLab, Kernel > Shut Down Kernel in their "
             "tab, or Shut Down All in the Running Terminals and Kernels panel (their outputs stay in the notebooks); "
-            "a lesson left for 10 minutes gives back its Spark session and pipelines by itself"]
+            + (f"a lesson left for {idle:g} minutes gives back its Spark session and pipelines by itself" if idle > 0
+               else "DELIVERYLAB_IDLE_RELEASE_MINUTES=0 keeps every lesson's session and pipelines")]
 
 
 def course_procs(within: list[str] | None = None) -> list[Proc]:
