@@ -4,7 +4,9 @@
               temporary one Spark makes up when the query names none); subfolders(path), the
               checkpoints under a session-wide checkpoint location
     charts    missing_revenue_chart: revenue delivered and lost, per pipeline
-    lab       the lab's checks, one function per exercise, and the restart experiment they run
+    lab       the lab's checks, one function per exercise, their hidden runs, and the restart experiment
+    race      Racing: the pipeline as lab 03's hidden run hands it to the learner's function, with the race
+              between producing and the driver reading forced both ways (part read at once, part held back)
 
     from deliverylab.modules import m03
     m03.missing_revenue_chart({"at_most_once": pipe.ledger()})
