@@ -3,6 +3,7 @@ table with its raw value and the reason, in one foreachBatch (two commits, one p
 count both."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,3 +177,118 @@ def _remove(folder: str) -> None:
     import shutil
 
     shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- lab 07's hidden run of a classifier
+
+#: The columns Spark's Kafka source gives a batch (the ones a classifier receives in foreachBatch).
+KAFKA_RECORDS = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, "
+                 "timestampType INT")
+
+
+@dataclass(frozen=True)
+class HiddenPills:
+    """Records of a hidden run, the batches they arrive in (sizes), and what a right classifier makes of them."""
+    lines: list
+    batches: list
+    good_ids: list
+
+    @property
+    def bad(self) -> int:
+        return len(self.lines) - len(self.good_ids)
+
+
+def _record(rng, fields: dict) -> str:
+    """One JSON object with its keys in an order of the seed's (sorted, as the demo's good orders, or not)."""
+    keys = list(fields)
+    if rng.random() < 0.5:
+        rng.shuffle(keys)
+    else:
+        keys.sort()
+    return json.dumps({k: fields[k] for k in keys})
+
+
+_MISSING = object()
+
+
+def hidden_pills(rng) -> HiddenPills:
+    """Good orders and poison pills the demo does not have, in two or three micro-batches.
+
+    Whatever the seed: good orders with other ids (one shaped like the demo's bad ids) and keys in other
+    orders (one with order_id first); bad records of other kinds and texts, one starting with the key the
+    demo's good orders start with; an event time shaped like a timestamp that is no date (month 13, day 32);
+    the empty message; a batch that begins with a record without an order id; and every record that is not
+    JSON in one batch, so another batch has none."""
+    from ...orders import generate_orders
+
+    def order(**changes) -> dict:
+        base = generate_orders(1, seed=rng.randint(1, 10**6), start=rng.randrange(200_000, 900_000))[0]
+        fields = {**base, "amount": str(base["amount"]), **changes}
+        return {k: v for k, v in fields.items() if v is not _MISSING}
+
+    good = [order() for _ in range(rng.randint(12, 30))]
+    good[0]["order_id"] = f"o-9{rng.randint(10_000, 99_999)}"  # shaped like the demo's bad ids, and good
+    good_lines = [_record(rng, o) for o in good[1:]]
+    good_lines.append(json.dumps({"order_id": good[0]["order_id"], **{k: v for k, v in good[0].items()
+                                                                       if k != "order_id"}}))
+    no_date = rng.choice(["2026-13-02T10:00:00Z", "2026-02-32T10:00:00Z", "2026-04-31T10:00:00Z"])
+    always = [
+        json.dumps({"amount": rng.choice(["forty-two", "12,50", "N/A"]), **{k: v for k, v in order().items()
+                                                                             if k != "amount"}}),
+        _record(rng, order(event_time=no_date)),
+        "",
+    ]
+    no_id = _record(rng, order(order_id=_MISSING))  # first in its batch: the batch does not begin with an order
+    others = [_record(rng, order(order_id=None)),
+              _record(rng, order(amount=rng.choice(["", "ten", "1O.00"]))), _record(rng, order(amount=_MISSING)),
+              _record(rng, order(event_time=rng.choice(["yesterday", "", "soon"]))),
+              _record(rng, order(event_time=_MISSING))]
+    not_json = rng.sample(['{"order_id": "o-100001", "amount": "12.50"', "order o-100002 paid", "{oops}",
+                           '{"order_id": "o-100003" "amount": "9.00"}'], rng.randint(1, 2))
+    batches = [[] for _ in range(rng.choice([2, 3]))]
+    rest = good_lines + always + rng.sample(others, rng.randint(2, len(others)))
+    rng.shuffle(rest)
+    for i, line in enumerate(rest):
+        batches[i % len(batches) if i < len(batches) else rng.randrange(len(batches))].append(line)
+    batches[rng.randrange(len(batches))].extend(not_json)
+    for batch in batches:
+        rng.shuffle(batch)
+    batches[rng.randrange(len(batches))].insert(0, no_id)
+    return HiddenPills(lines=[line for batch in batches for line in batch], batches=[len(b) for b in batches],
+                       good_ids=sorted(o["order_id"] for o in good))
+
+
+def classify_batches(spark, classify_fn, lines: list[str], batches: list[int]) -> Routed:
+    """``classify_fn`` on ``lines`` handed over as foreachBatch hands a stream's records over, batch by batch
+    (Kafka's columns, offsets in order), and what the quarantine pipeline would make of each batch: the good
+    rows cast as ``route`` casts them for the orders table (a bad amount let through fails there, as in the
+    stream), the rest quarantined with their raw value and reason. No stream: the batches are built here."""
+    from datetime import datetime
+
+    from pyspark.sql import functions as F
+
+    result = Routed(produced=len(lines))
+    now, start = datetime.now(), 0
+    for size in batches:
+        rows = [(None, line.encode("utf-8"), "hidden-pills", 0, start + i, now, 0)
+                for i, line in enumerate(lines[start:start + size])]
+        start += size
+        try:
+            with quiet_error_log():
+                classified = classify_fn(spark.createDataFrame(rows, KAFKA_RECORDS))
+                if "reason" not in classified.columns:
+                    raise CourseError("classify must return the records with a 'reason' column "
+                                      "(null for a good order).")
+                good = F.col("reason").isNull()
+                found = classified.select(
+                    "raw", "reason", "order_id",
+                    F.when(good, F.expr("CAST(amount AS DECIMAL(10,2))")).alias("amount_written"),
+                    F.when(good, F.expr("CAST(event_time AS TIMESTAMP)")).alias("event_time_written")).collect()
+        except Exception as error:  # noqa: BLE001 - the batch that stopped it is the finding, in one line
+            from .kernel import first_line
+
+            result.error = cause_line(error) or first_line(error)
+            return result
+        result.good_ids += [row["order_id"] for row in found if row["reason"] is None]
+        result.quarantined += [(row["raw"], row["reason"]) for row in found if row["reason"] is not None]
+    return result
