@@ -8,9 +8,9 @@ import pytest
 from deliverylab import ledger
 from deliverylab.checks import Checks, hidden
 from deliverylab.modules.m01 import lab
+from seeds import seed_fixture
 
 PRODUCED = [(f"o-{n}", "10.00") for n in range(6)]
-SEEDS = ["11", "4711", "90210"]
 
 
 def report(variant, rows):
@@ -27,10 +27,7 @@ def statuses(checks):
     return {r.description: r.status for r in checks.results}
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, request.param)
-    return int(request.param)
+seed = seed_fixture()
 
 
 def fresh():

@@ -23,10 +23,10 @@ from deliverylab.modules import m02
 from deliverylab.modules.m02 import lab
 from deliverylab.modules.m02.crashed import crashed_copy
 from deliverylab.stack import kafka, processes
+from seeds import seed_fixture
 
 from fakes import TOPIC, kafka_json, make_checkpoint, write_commit, write_offsets
 
-SEEDS = ["11", "4711", "90210"]
 #: What the lab's pipeline has after 300 orders at most 100 a batch: an empty batch 0, then 46/54 a batch.
 ENDS = [{0: 0, 1: 0}, {0: 46, 1: 54}, {0: 92, 1: 108}, {0: 138, 1: 162}]
 
@@ -98,10 +98,7 @@ class Pipe(PipelineRecord):
         self.running = False
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, request.param)
-    return int(request.param)
+seed = seed_fixture()
 
 
 @pytest.fixture

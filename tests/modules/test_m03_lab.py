@@ -20,14 +20,11 @@ from deliverylab import ledger
 from deliverylab.checks import Checks, hidden
 from deliverylab.crashlab.pipeline import Crash
 from deliverylab.modules.m03 import lab, race
+from seeds import seed_fixture
 
-SEEDS = ["11", "4711", "90210"]
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, request.param)
-    return int(request.param)
+seed = seed_fixture()
 
 
 def fresh():

@@ -11,10 +11,11 @@ from types import SimpleNamespace
 import pytest
 
 from deliverylab import ledger
-from deliverylab.checks import Checks, hidden
+from deliverylab.checks import Checks
 from deliverylab.modules.m04 import hidden_runs, lab, trial
 from deliverylab.modules.m04.duplicates import classify
 from deliverylab.modules.m04.watermarks import parse_time, state_history
+from seeds import seed_fixture
 
 SEEDS = [1001, 2718, 31415, 77777]
 
@@ -32,11 +33,7 @@ def checks():
     return Checks("04-at-least-once-lab", record=False)
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, str(request.param))
-    hidden._kept.clear()
-    return request.param
+seed = seed_fixture(SEEDS)
 
 
 # --------------------------------------------------------------------------- exercise 1

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from deliverylab import ledger
-from deliverylab.checks import Checks, hidden
+from deliverylab.checks import Checks
 from deliverylab.crashlab.pipeline import Crash
 from deliverylab.modules.m05 import hidden_runs, lab, merges
+from seeds import seed_fixture
 
 PRODUCED = [(f"o-{n}", "10.00") for n in range(8)]
 SEEDS = [1001, 2718, 31415]
@@ -40,11 +41,7 @@ def checks():
     return Checks("05-exactly-once-sinks-lab", record=False)
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, str(request.param))
-    hidden._kept.clear()
-    return request.param
+seed = seed_fixture(SEEDS)
 
 
 def statuses(checks):

@@ -17,10 +17,10 @@ from deliverylab.checks import FAIL, PASS, SKIP, Checks, hidden, todo
 from deliverylab.modules.m06 import lab, probes
 from deliverylab.modules.m06.harness import RelayReport, RelayRun
 from deliverylab.orders import generate_orders
+from seeds import seed_fixture
 
 ORDERS = generate_orders(60)
 TO_COMMIT, TO_ABORT = ORDERS[:40], ORDERS[40:]
-SEEDS = ["11", "4711", "90210"]
 REFUNDS, RELAY = "refunds", "relay"
 
 
@@ -36,10 +36,7 @@ def fresh() -> Checks:
     return Checks("06-kafka-end-to-end-lab", record=False)
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, request.param)
-    return int(request.param)
+seed = seed_fixture()
 
 
 @pytest.fixture(autouse=True)

@@ -17,9 +17,9 @@ from deliverylab.crashlab.pipeline import Crash
 from deliverylab.modules.m07 import lab, notifications, quarantine
 from deliverylab.modules.m07.notifications import summarise
 from deliverylab.modules.m07.quarantine import Routed, poison_lines
+from seeds import seed_fixture
 
 PRODUCED = [(f"o-{n}", "10.00") for n in range(8)]
-SEEDS = ["11", "4711", "90210"]
 
 
 class Pipe:
@@ -51,10 +51,7 @@ def checks():
     return Checks("07-what-breaks-lab", record=False)
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, request.param)
-    return int(request.param)
+seed = seed_fixture()
 
 
 def statuses(checks):

@@ -10,15 +10,12 @@ from deliverylab.crashlab import crashpoints
 from deliverylab.crashlab.variants import VARIANTS
 from deliverylab.ledger import reconcile
 from deliverylab.modules.m08 import audit, hidden_runs, lab, matrix
+from seeds import seed_fixture
 
 PLAN = ["before_sink_write", "mid_sink_write", "after_sink_write", "after_commit", "now"]
-SEEDS = ["11", "4711", "90210"]
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, request.param)
-    return int(request.param)
+seed = seed_fixture()
 
 
 def fresh():

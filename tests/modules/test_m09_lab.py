@@ -16,8 +16,8 @@ from deliverylab import ledger
 from deliverylab.checks import Checks, hidden
 from deliverylab.modules.m09 import hidden_runs, lab, leaders
 from deliverylab.modules.m09.executors import ExecutorKill, Outbox, reconcile_outbox
+from seeds import seed_fixture
 
-SEEDS = ["11", "4711", "90210"]
 PRODUCED = [{"order_id": f"o-{n:06d}", "amount": "10.00"} for n in range(12)]
 CALLS = [{"order_id": o["order_id"], "partition": n % 2, "offset": n // 2} for n, o in enumerate(PRODUCED)]
 
@@ -43,10 +43,7 @@ WRONG_KEYS = {
 }
 
 
-@pytest.fixture(params=SEEDS)
-def seed(request, monkeypatch):
-    monkeypatch.setenv(hidden.SEED_ENV, request.param)
-    return int(request.param)
+seed = seed_fixture()
 
 
 def run_with(tmp_path, key, killed_after=5) -> ExecutorKill:
