@@ -9,6 +9,7 @@
                 itself mid-transaction
     harness     the notebook side of the relay: run, crash, restart, reconcile at both
                 isolation levels
+    txversions  the transaction protocol the broker finalized (2, KIP-890) and the one kafka-python speaks (1)
     realtime    Spark's real-time mode: the sinks it refuses, and offsets/N written after the sink's rows
     lab         the lab's checks (each tested against planted wrong answers)
     probes      the lab's hidden topics: aborted transactions (one never sent again), a Kafka sink's replays
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 
-from . import idempotence, realtime
+from . import idempotence, realtime, txversions
 from .harness import (RelayReport, RelayRun, crash_and_restart, crash_relay, fill_source, names, output, reconcile,
                       reset, run_relay, start_relay)
 from .producers import LostReply, send_with_lost_reply
