@@ -5,6 +5,7 @@
     kernel         short streams in the notebook's own SparkSession (availableNow): a restart after
                    the topic lost unread records, a changed query, a foreachBatch stopped mid-batch,
                    and Spark's error (first line, or its name)
+    topicchanges   a topic added to or replaced in ``subscribe`` on a restart: read from earliest, or data loss
     logs           the warnings Spark's Kafka source logs during one run (the course's sessions log at
                    ERROR), and which class logged each: a task's reader or the driver
     keys           a MERGE keyed on a random id, run twice on the same batch
@@ -17,6 +18,7 @@
 The pipelines the lesson crashes are variants of the crash lab (crashlab/variants.py:
 notify_per_batch, notify_once, at_least_once, delta_txn).
 """
-from . import clock, keys, kernel, lab, logs, notifications, quarantine, restarts, twocommits
+from . import clock, keys, kernel, lab, logs, notifications, quarantine, restarts, topicchanges, twocommits
 
-__all__ = ["clock", "keys", "kernel", "lab", "logs", "notifications", "quarantine", "restarts", "twocommits"]
+__all__ = ["clock", "keys", "kernel", "lab", "logs", "notifications", "quarantine", "restarts", "topicchanges",
+           "twocommits"]

@@ -63,7 +63,7 @@ def run_foreach_batch(stream, checkpoint: str, write) -> str:
     try:
         streams.await_termination(query, "foreachBatch query reading the topic to its end")
     except Exception as error:  # noqa: BLE001 - the lesson prints what happened
-        return "stopped by the crash" if SimulatedCrash.__name__ in _with_causes(error) else first_line(error)
+        return "stopped by the crash" if SimulatedCrash.__name__ in with_causes(error) else first_line(error)
     return "finished"
 
 
@@ -73,7 +73,7 @@ def run_foreach_batch(stream, checkpoint: str, write) -> str:
 KAFKA_DATA_LOSS = "Some data may have been lost because they are not available in Kafka any more;"
 
 
-def _with_causes(error) -> str:
+def with_causes(error) -> str:
     """The error's text and the text of every exception that caused it (pyspark keeps them in ``_cause``)."""
     texts, seen = [], 0
     while error is not None and seen < 10:
@@ -89,7 +89,7 @@ def first_line(error) -> str:
     exception: <cause>``; the cause's first line is what says what went wrong. Kafka's data-loss
     sentence is returned wherever in the chain of causes it stands.
     """
-    if KAFKA_DATA_LOSS in _with_causes(error):
+    if KAFKA_DATA_LOSS in with_causes(error):
         return KAFKA_DATA_LOSS
     text = str(error)
     marker = "terminated with exception: "
@@ -108,7 +108,7 @@ def error_class(error) -> str:
     """The name of the error that stopped a query, e.g. ``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``:
     the first ``[NAME]`` in the chain of causes that is not a wrapper, or the first line when
     the error has no name (Kafka's data-loss error has none)."""
-    for name in re.findall(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)?)\]", _with_causes(error)):
+    for name in re.findall(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)?)\]", with_causes(error)):
         if name not in WRAPPERS:
             return name
     return first_line(error)
