@@ -37,6 +37,36 @@ def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str |
     return pipe, crash
 
 
+def crash_and_replay_after_expiry(lesson, variant: str, retention_s: int = 2, outage_s: float = 3.0,
+                                  orders: int = 200, name: str | None = None):
+    """:func:`crash_and_replay`, with the sink table's ``delta.setTransactionRetentionDuration`` set to
+    ``retention_s`` seconds before the crash, and an outage of ``outage_s`` (longer) before the restart.
+
+    Delta 4.4 judges each ``txn`` entry by its ``lastUpdated`` time when it builds a snapshot: one older
+    than the retention is ignored, so the restarted driver's replay finds no record of the batch and
+    writes it again. Returns ``(pipe, crash)``."""
+    import time
+
+    from ...stack.session import get_spark
+
+    pipe = Pipeline(lesson, variant, name=name or f"{variant}_expiry", max_per_batch=200)
+    crash = None
+    try:
+        with failure_kept(pipe):
+            pipe.start()
+            pipe.produce(orders)
+            pipe.drain()  # idle now: setting the property (a commit of its own) meets no batch's commit
+            get_spark().sql(f"ALTER TABLE delta.`{pipe.sink}` SET TBLPROPERTIES "
+                            f"('delta.setTransactionRetentionDuration' = 'interval {retention_s} seconds')")
+            crash = pipe.crash("after_sink_write", orders=orders)
+            time.sleep(outage_s)  # the outage: longer than the retention
+            pipe.restart()
+            pipe.drain()
+    finally:
+        pipe.stop()
+    return pipe, crash
+
+
 def crash_first_batch(lesson, variant, point: str, orders: int = 100, name: str | None = None, **pipeline_args):
     """Start ``variant`` on a new pipeline, crash it at ``point`` in its first batch of orders (``orders`` of them,
     sent once it runs), restart it, let it catch up, and stop it: a crash where the sink has never been written
