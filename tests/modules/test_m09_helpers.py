@@ -168,3 +168,22 @@ def test_a_flush_that_cannot_finish_counts_as_a_failed_send_instead_of_waiting_f
 
     leaders._flush_within(Stuck(), lambda error: failures.append(type(error).__name__))
     assert waited == [leaders.FLUSH_TIMEOUT_S] and failures == ["KafkaTimeoutError"]
+
+
+def test_a_new_topic_s_settings_are_read_once_the_brokers_agree(monkeypatch):
+    # the deleted topic's settings from a broker that has not caught up, then the new topic's
+    answers = iter([{"min.insync.replicas": "2", "unclean.leader.election.enable": "true"},
+                    {"min.insync.replicas": "2"}, {"min.insync.replicas": "2", "unclean.leader.election.enable": "true"},
+                    {"min.insync.replicas": "2"}, {"min.insync.replicas": "2"}, {"min.insync.replicas": "2"}])
+    monkeypatch.setattr(leaders.time, "sleep", lambda s: None)
+    asked = []
+    leaders.wait_for_own_config(lambda: asked.append(1) or next(answers), {"min.insync.replicas": "2"})
+    assert len(asked) == 6  # three in a row after the last stale answer
+
+
+def test_brokers_that_never_agree_end_in_one_line(monkeypatch):
+    clock = iter(range(0, 1000, 10))
+    monkeypatch.setattr(leaders.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(leaders.time, "sleep", lambda s: None)
+    with pytest.raises(leaders.CourseError, match="has not caught up. Run the cell again"):
+        leaders.wait_for_own_config(lambda: {"unclean.leader.election.enable": "true"}, {})

@@ -61,9 +61,38 @@ def create_topic(bootstrap: str, topic: str, replication_factor: int = 3, partit
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if all(p["leader_id"] >= 0 for p in partitions_of(bootstrap, topic)):
-            return
+            return wait_for_own_config(lambda: own_config(bootstrap, topic), config)
         time.sleep(0.2)
     raise CourseError(f"Topic {topic} has no leader for every partition 30 s after it was created.")
+
+
+#: Answers in a row that must agree before a new topic's settings are read (each goes to whichever broker is least busy).
+AGREEING_ANSWERS = 3
+
+
+def own_config(bootstrap: str, topic: str) -> dict[str, str]:
+    """The settings the topic sets itself, as one broker describes it now."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    with kafka.admin(bootstrap) as client:
+        found = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    own = found.get("topic", {}).get(topic, {})
+    return {key: entry["value"] for key, entry in own.items() if entry.get("config_source") == "DYNAMIC_TOPIC_CONFIG"}
+
+
+def wait_for_own_config(describe, config: dict[str, str], timeout_s: float = 30) -> None:
+    """Wait until ``describe()`` gives the topic's requested ``config`` ``AGREEING_ANSWERS`` times in a row. A topic
+    deleted and created again under the same name (a cell run twice) can be described for a moment by a broker that
+    has not yet caught up, with the old topic's settings (a real run saw unclean.leader.election.enable=true from
+    the deleted topic on its new one); reading the settings then would judge the old topic."""
+    deadline, agreeing = time.monotonic() + timeout_s, 0
+    while agreeing < AGREEING_ANSWERS:
+        agreeing = agreeing + 1 if describe() == config else 0
+        if time.monotonic() > deadline:
+            raise CourseError(f"The brokers still describe the topic's settings as {describe()}, {timeout_s:.0f} s "
+                              f"after it was created with {config}: the cluster has not caught up. Run the cell again.")
+        if agreeing < AGREEING_ANSWERS:
+            time.sleep(0.1)
 
 
 class TopicRefused(CourseError):
