@@ -1,6 +1,8 @@
 """The runs of module 05 in one call each, so a cell shows the idea and not the plumbing."""
 from __future__ import annotations
 
+import time
+
 from ... import checkpoint
 from ...config import CourseError
 from ...crashlab import Pipeline
@@ -9,7 +11,8 @@ from ...crashlab.redeploy import new_checkpoint  # noqa: F401 - lesson 05 calls 
 from ...sparkerrors import error_class
 
 
-def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str | None = None, **pipeline_args):
+def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str | None = None, before_crash=None,
+                     outage_s: float = 0.0, **pipeline_args):
     """Start ``variant`` (a name, or your own pipeline function), process ``orders`` orders, crash it at
     ``point`` while a fresh batch runs, restart it from its checkpoint, let it catch up, and stop it.
 
@@ -20,6 +23,9 @@ def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str |
     When your own function fails (it raises, or its query never writes the checkpoint it was given),
     the run ends there and ``pipe.failure`` says why in one line (``crash`` is None if the crash did
     not happen yet), so a lab's checks can turn it into a hint. An unfinished TODO is raised.
+
+    ``before_crash(pipe)``, if given, runs once the first orders are drained (the pipeline idle); ``outage_s``
+    is how long the driver stays down before the restart.
     """
     pipeline_args.setdefault("max_per_batch", 200)
     pipe = Pipeline(lesson, variant, name=name, **pipeline_args)
@@ -29,7 +35,10 @@ def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str |
             pipe.start()
             pipe.produce(orders)
             pipe.drain()
+            if before_crash is not None:
+                before_crash(pipe)
             crash = pipe.crash(point, orders=orders)
+            time.sleep(outage_s)  # the outage (none by default)
             pipe.restart()
             pipe.drain()
     finally:
@@ -39,32 +48,20 @@ def crash_and_replay(lesson, variant, point: str, orders: int = 200, name: str |
 
 def crash_and_replay_after_expiry(lesson, variant: str, retention_s: int = 2, outage_s: float = 3.0,
                                   orders: int = 200, name: str | None = None):
-    """:func:`crash_and_replay`, with the sink table's ``delta.setTransactionRetentionDuration`` set to
-    ``retention_s`` seconds before the crash, and an outage of ``outage_s`` (longer) before the restart.
+    """:func:`crash_and_replay` after Delta's commit, with the sink table's ``delta.setTransactionRetentionDuration``
+    set to ``retention_s`` seconds before the crash, and an outage of ``outage_s`` (longer) before the restart.
 
     Delta 4.4 judges each ``txn`` entry by its ``lastUpdated`` time when it builds a snapshot: one older
     than the retention is ignored, so the restarted driver's replay finds no record of the batch and
     writes it again. Returns ``(pipe, crash)``."""
-    import time
-
     from ...stack.session import get_spark
 
-    pipe = Pipeline(lesson, variant, name=name or f"{variant}_expiry", max_per_batch=200)
-    crash = None
-    try:
-        with failure_kept(pipe):
-            pipe.start()
-            pipe.produce(orders)
-            pipe.drain()  # idle now: setting the property (a commit of its own) meets no batch's commit
-            get_spark().sql(f"ALTER TABLE delta.`{pipe.sink}` SET TBLPROPERTIES "
-                            f"('delta.setTransactionRetentionDuration' = 'interval {retention_s} seconds')")
-            crash = pipe.crash("after_sink_write", orders=orders)
-            time.sleep(outage_s)  # the outage: longer than the retention
-            pipe.restart()
-            pipe.drain()
-    finally:
-        pipe.stop()
-    return pipe, crash
+    def set_retention(pipe) -> None:  # a commit of its own: the pipeline is idle, so it meets no batch's commit
+        get_spark().sql(f"ALTER TABLE delta.`{pipe.sink}` SET TBLPROPERTIES "
+                        f"('delta.setTransactionRetentionDuration' = 'interval {retention_s} seconds')")
+
+    return crash_and_replay(lesson, variant, "after_sink_write", orders=orders, name=name or f"{variant}_expiry",
+                            before_crash=set_retention, outage_s=outage_s)
 
 
 def crash_first_batch(lesson, variant, point: str, orders: int = 100, name: str | None = None, **pipeline_args):
