@@ -10,6 +10,8 @@ from decimal import Decimal
 
 import pytest
 from planted import assert_all_pass, assert_fails_with_a_hint
+from lab03_answers import (by_loop, by_sets, no_drain, orders_in_flight, produced_after_a_restart_not_waited_for,
+                           produced_before_the_crash, right, right_in_steps)
 
 from deliverylab import ledger
 from deliverylab.checks import Checks
@@ -23,61 +25,6 @@ def fresh_checks():
 
 
 # --------------------------------------------------------------------------- exercises 1 and 2, for real
-
-
-def right(pipe):
-    pipe.crash("now")
-    down = pipe.produce(150)
-    pipe.restart()
-    pipe.produce(100)
-    pipe.drain()
-    return down
-
-
-def right_in_steps(pipe):  # drained first, three sends while down, ids returned
-    pipe.produce(20)
-    pipe.drain()
-    pipe.crash("now")
-    down = [o["order_id"] for _ in range(3) for o in pipe.produce(50)]
-    pipe.restart()
-    pipe.produce(100)
-    pipe.drain()
-    return down
-
-
-def produced_before_the_crash(pipe):  # kind 4: passes when the kill beats the driver to the orders
-    down = pipe.produce(150)
-    pipe.crash("now")
-    pipe.restart()
-    pipe.produce(100)
-    pipe.drain()
-    return down
-
-
-def orders_in_flight(pipe):  # kind 4: passes when the driver had written them before the kill
-    pipe.produce(100)
-    pipe.crash("now")
-    down = pipe.produce(150)
-    pipe.restart()
-    pipe.produce(100)
-    pipe.drain()
-    return down
-
-
-def no_drain(pipe):  # kind 4: passes when the driver has caught up by the time the sink is read
-    pipe.crash("now")
-    down = pipe.produce(150)
-    pipe.restart()
-    pipe.produce(100)
-    return down
-
-
-def produced_after_a_restart_not_waited_for(pipe):  # kind 4: had the new latest-offsets query fixed its start?
-    pipe.crash("now")
-    pipe.restart(wait=False)
-    down = pipe.produce(150)
-    pipe.drain()
-    return down
 
 
 def typed_in():
@@ -114,21 +61,6 @@ RACES = {  # kind 4, and what the FAIL must name as the cause
     no_drain: "reached the sink only after lose_orders returned",
     produced_after_a_restart_not_waited_for: "of the returned orders were produced while a driver ran",
 }
-
-
-def by_sets(produced, rows):
-    in_sink = {order_id for order_id, _ in rows}
-    lost = {o["order_id"] for o in produced} - in_sink
-    return lost, sum(Decimal(o["amount"]) for o in produced if o["order_id"] in lost)
-
-
-def by_loop(produced, rows):  # a list, floats, a loop
-    seen, lost, missing = {r[0] for r in rows}, [], 0.0
-    for order in produced:
-        if order["order_id"] not in seen:
-            lost.append(order["order_id"])
-            missing += float(order["amount"])
-    return lost, round(missing, 2)
 
 
 def by_sql(spark):  # Spark SQL: an anti join on two temporary views

@@ -21,7 +21,8 @@ from deliverylab.checks import Checks, hidden
 from deliverylab.crashlab.pipeline import Crash
 from deliverylab.modules.m03 import lab, race
 from seeds import seed_fixture
-
+from lab03_answers import (by_loop, by_sets, no_drain, orders_in_flight, produced_after_a_restart_not_waited_for,
+                           produced_before_the_crash, right, right_in_steps)
 
 
 seed = seed_fixture()
@@ -86,61 +87,6 @@ class AmoPipe:
 
     def ledger(self):
         return ledger.reconcile(self.produced, [(o["order_id"], o["amount"]) for o in self.sink])
-
-
-def right(pipe):
-    pipe.crash("now")
-    down = pipe.produce(150)
-    pipe.restart()
-    pipe.produce(100)
-    pipe.drain()
-    return down
-
-
-def right_in_steps(pipe):  # drained first, orders while down in three sends, ids returned
-    pipe.produce(20)
-    pipe.drain()
-    pipe.crash("now")
-    down = [o["order_id"] for _ in range(3) for o in pipe.produce(50)]
-    pipe.restart()
-    pipe.produce(100)
-    pipe.drain()
-    return down
-
-
-def produced_before_the_crash(pipe):  # kind 4: right only when the kill beats the driver to the orders
-    down = pipe.produce(150)
-    pipe.crash("now")
-    pipe.restart()
-    pipe.produce(100)
-    pipe.drain()
-    return down
-
-
-def orders_in_flight(pipe):  # kind 4: right only when the driver had written them before the kill
-    pipe.produce(100)
-    pipe.crash("now")
-    down = pipe.produce(150)
-    pipe.restart()
-    pipe.produce(100)
-    pipe.drain()
-    return down
-
-
-def no_drain(pipe):  # kind 4: right only when the driver has caught up by the time the sink is read
-    pipe.crash("now")
-    down = pipe.produce(150)
-    pipe.restart()
-    pipe.produce(100)
-    return down
-
-
-def produced_after_a_restart_not_waited_for(pipe):  # kind 4: the new query may or may not have fixed its start
-    pipe.crash("now")
-    pipe.restart(wait=False) if isinstance(pipe, race.Racing) else pipe.restart()
-    down = pipe.produce(150)
-    pipe.drain()
-    return down
 
 
 def typed_slice(pipe):  # kind 1: the orders of the run shown, by position
@@ -278,21 +224,6 @@ def test_racing_splits_each_produce_both_ways_for_every_seed(monkeypatch):
 PRODUCED = [{"order_id": f"o-{n:06d}", "amount": f"{10 + n}.25"} for n in range(10)]
 SHOWN_ROWS = ledger.normalise_rows([(o["order_id"], o["amount"]) for o in PRODUCED[:4] + PRODUCED[7:]])
 SHOWN_LOST, SHOWN_WORTH = {o["order_id"] for o in PRODUCED[4:7]}, sum(Decimal(o["amount"]) for o in PRODUCED[4:7])
-
-
-def by_sets(produced, rows):
-    in_sink = {order_id for order_id, _ in rows}
-    lost = {o["order_id"] for o in produced} - in_sink
-    return lost, sum(Decimal(o["amount"]) for o in produced if o["order_id"] in lost)
-
-
-def by_loop(produced, rows):  # a list, floats, a loop
-    seen, lost, missing = {r[0] for r in rows}, [], 0.0
-    for order in produced:
-        if order["order_id"] not in seen:
-            lost.append(order["order_id"])
-            missing += float(order["amount"])
-    return [lost, round(missing, 2)]
 
 
 RIGHT_FUNCTIONS = {"sets and Decimal": by_sets, "a loop and floats": by_loop}
