@@ -34,6 +34,25 @@ def cause_line(error) -> str | None:
     return None
 
 
+def with_causes(error) -> str:
+    """The error's text and the text of every exception that caused it: pyspark keeps a Java error's causes in
+    ``_cause`` and the JVM's trace, with its "Caused by:" lines, in ``_stackTrace``."""
+    texts, seen = [], 0
+    while error is not None and seen < 10:
+        texts += [str(error), str(getattr(error, "_stackTrace", None) or "")]
+        error, seen = getattr(error, "_cause", None), seen + 1
+    return "\n".join(texts)
+
+
+def cause_class(error) -> str | None:
+    """The first error class anywhere in the error and its causes that is not a wrapper (a stream's
+    ``STREAM_FAILED`` around a foreachBatch function's Delta conflict gives the conflict's class), or None."""
+    for found in _CLASS.finditer(with_causes(error)):
+        if found.group(1) not in WRAPPERS:
+            return found.group(1)
+    return None
+
+
 #: The loggers PySpark writes an error with a query context to (SQL and DataFrame contexts).
 QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 

@@ -35,3 +35,21 @@ def test_pysparks_error_log_is_quiet_inside_and_restored_after():
         with quiet_error_log():
             assert not logger.isEnabledFor(logging.ERROR)
         assert logger.level == before
+
+
+def test_the_cause_class_is_found_in_the_chain_of_causes_under_the_wrappers():
+    from deliverylab.sparkerrors import cause_class, with_causes
+
+    class Captured(Exception):
+        def __init__(self, text, cause=None, trace=None):
+            super().__init__(text)
+            self._cause, self._stackTrace = cause, trace
+
+    conflict = Captured("[DELTA_CONCURRENT_DELETE_READ] ConcurrentDeleteReadException: This transaction "
+                        "attempted to read one or more files that were deleted")
+    stopped = Captured("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: [FOREACH_BATCH_"
+                       "USER_FUNCTION_ERROR] An error occurred in the user provided function", cause=conflict)
+    assert cause_class(stopped) == "DELTA_CONCURRENT_DELETE_READ"
+    assert "ConcurrentDeleteReadException" in with_causes(stopped)
+    assert cause_class(Captured("[STREAM_FAILED] x", trace="Caused by: [TASK_WRITE_FAILED] y")) is None
+    assert cause_class(Captured("[STREAM_FAILED] x", trace="Caused by: [CAST_INVALID_INPUT] y")) == "CAST_INVALID_INPUT"

@@ -6,10 +6,9 @@ makes "the query was down while ..." a plain sequence of cells.
 """
 from __future__ import annotations
 
-import re
-
-from ... import streams
+from ... import sparkerrors, streams
 from ...config import CourseError
+from ...sparkerrors import with_causes
 
 
 def orders_from(spark, bootstrap: str, topic: str, fail_on_data_loss: bool = True, starting_offsets: str = "earliest"):
@@ -73,15 +72,6 @@ def run_foreach_batch(stream, checkpoint: str, write) -> str:
 KAFKA_DATA_LOSS = "Some data may have been lost because they are not available in Kafka any more;"
 
 
-def with_causes(error) -> str:
-    """The error's text and the text of every exception that caused it (pyspark keeps them in ``_cause``)."""
-    texts, seen = [], 0
-    while error is not None and seen < 10:
-        texts += [str(error), str(getattr(error, "_stackTrace", None) or "")]  # Java's trace has its "Caused by:"
-        error, seen = getattr(error, "_cause", None), seen + 1
-    return "\n".join(texts)
-
-
 def first_line(error) -> str:
     """The stable part of a streaming query's error: its first sentence, without the query's ids.
 
@@ -100,18 +90,11 @@ def first_line(error) -> str:
     return line.split(" SQLSTATE:")[0].strip()
 
 
-#: Names Spark gives to errors that only wrap the one that says what went wrong.
-WRAPPERS = {"STREAM_FAILED", "TASK_WRITE_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR"}
-
-
 def error_class(error) -> str:
     """The name of the error that stopped a query, e.g. ``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``:
     the first ``[NAME]`` in the chain of causes that is not a wrapper, or the first line when
     the error has no name (Kafka's data-loss error has none)."""
-    for name in re.findall(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)?)\]", with_causes(error)):
-        if name not in WRAPPERS:
-            return name
-    return first_line(error)
+    return sparkerrors.cause_class(error) or first_line(error)
 
 
 def drop_unread(bootstrap: str, topic: str) -> dict[int, int]:

@@ -16,7 +16,8 @@ import re
 from pathlib import Path
 
 from ... import ledger
-from .kernel import with_causes, drop_unread, error_class, orders_from, run_to_end
+from ...sparkerrors import with_causes
+from .kernel import drop_unread, error_class, orders_from, run_to_end
 
 #: The two reasons the driver gives (Spark 4.2.0's kafka-error-conditions.json, KAFKA_DATA_LOSS.*).
 REASONS = re.compile(r"Added partition \S+ starts from \d+ instead of 0\.|Partitions \S.*? have been deleted\.")
