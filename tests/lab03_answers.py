@@ -58,7 +58,7 @@ def no_drain(pipe):  # kind 4: right only when the driver has caught up by the t
 
 def produced_after_a_restart_not_waited_for(pipe):  # kind 4: the new query may or may not have fixed its start
     pipe.crash("now")
-    # on the check's hidden run (race.Racing) it does not wait; the run shown is one where the race went its way
+    # the lab's cell hands it a race.Racing, which waits anyway; on an unforced run the race could go its way
     pipe.restart(wait=False) if isinstance(pipe, race.Racing) else pipe.restart()
     down = pipe.produce(150)
     pipe.drain()

@@ -1,6 +1,6 @@
 """Lab 03 with planted answers run for real (make test-labs): learners' lose_orders functions on the real at-most-once
-pipeline, killed with SIGKILL, and called again by the check with the race forced both ways on the real driver
-(SIGSTOP / SIGCONT); what_was_lost on the real sink and on a hidden one; learners' start_query functions stopped and
+pipeline, killed with SIGKILL, called by the lab's cell (lab.forced_race) with the race forced both ways on the real
+driver (SIGSTOP / SIGCONT); what_was_lost on the real sink and on a hidden one; learners' start_query functions stopped and
 restarted by the check with hidden numbers of orders. Right answers written differently pass; each wrong one, of the
 four kinds (copied from a printout, right only on the demo's data, a probe missing, a race), ends in FAIL with a
 hint that names the cause."""
@@ -28,7 +28,7 @@ def fresh_checks():
 
 
 def typed_in():
-    """kind 1: the orders of the run shown, as a list typed in from its printout would give them every time."""
+    """kind 1: the orders of a first run, as a list typed in from its printout would give them every time after."""
     shown: list = []
 
     def lose_orders(pipe):
@@ -38,16 +38,10 @@ def typed_in():
     return lose_orders
 
 
-def shown_and_checked(pipe, lose_orders, lucky=None):
-    """The lab's cell for one function (its own ledger: the orders it produced), then the check. ``lucky``: instead
-    of running it, a run shown where the race went its way (a right run's while_down and ledger), so only the
-    check's hidden run, on the real driver, can find it out."""
-    if lucky is not None:
-        checks = fresh_checks()
-        lab.check_loss_while_down(checks, lambda: lose_orders, lambda: pipe, lambda: lucky[0], lambda: lucky[1])
-        return checks, None
+def shown_and_checked(pipe, lose_orders):
+    """The lab's cell for one function (lab.forced_race; its own ledger: the orders it produced), then the check."""
     start = len(pipe.produced)
-    while_down = lose_orders(pipe)
+    while_down = lab.forced_race(lose_orders, pipe)
     kept = list(pipe.produced), pipe.delivered()  # what the lab's cell keeps for exercise 2
     amo = ledger.reconcile(kept[0][start:], kept[1])
     checks = fresh_checks()
@@ -84,18 +78,19 @@ def test_exercises_1_and_2_right_and_planted(lesson, spark):
     start = len(pipe.produced)
     checks, (produced, rows) = shown_and_checked(pipe, right)  # the lab's run: exercise 2 works on what it kept
     assert_all_pass(checks)
-    lucky = (produced[start:start + 150], ledger.reconcile(produced[start:], rows))
-    assert set(lucky[1].lost_ids) == {o["order_id"] for o in lucky[0]}
+    assert set(ledger.reconcile(produced[start:], rows).lost_ids) == {o["order_id"] for o in produced[start:start + 150]}
     assert_all_pass(shown_and_checked(pipe, right_in_steps)[0])
     lose = "exactly the orders produced while it was down are lost"
-    checks = shown_and_checked(pipe, typed_in())[0]
+    typed = typed_in()
+    shown_and_checked(pipe, typed)  # the first run, whose printout the list is typed from
+    checks = shown_and_checked(pipe, typed)[0]
     assert assert_fails_with_a_hint(checks)[lose] == "FAIL"
     assert "were not produced by this call" in "\n".join(line for r in checks.results for line in r.lines)
     for lose_orders, cause in RACES.items():  # the race forced both ways: a FAIL whichever way it went before
-        checks = shown_and_checked(pipe, lose_orders, lucky=lucky)[0]
+        checks = shown_and_checked(pipe, lose_orders)[0]
         assert assert_fails_with_a_hint(checks)[lose] == "FAIL", lose_orders.__name__
         text = "\n".join(line for r in checks.results for line in r.lines)
-        assert "on:       a hidden run" in text and cause in text, (lose_orders.__name__, text)
+        assert "on:       the run above (seed" in text and cause in text, (lose_orders.__name__, text)
     pipe.drain()
     checks = fresh_checks()  # a number, not a function
     lab.check_loss_while_down(checks, lambda: 150, lambda: pipe, lambda: [], lambda: pipe.ledger())

@@ -1,9 +1,9 @@
 """Lab 03's checks accept right answers written several ways and reject planted wrong ones, on the run shown and on
 hidden runs (no broker needed).
 
-Exercise 1 runs the learner's function on a simulated at-most-once pipeline whose driver is either fast (it
-writes what it is sent at once, unless it is held still) or slow (it writes only when drained): the verdict must
-be the same for both, which is what forcing the race both ways is for. Exercise 3's check reads the result of a
+Exercise 1 runs the learner's function through lab.forced_race (as its cell does) on a simulated at-most-once
+pipeline whose driver is either fast (it writes what it is sent at once, unless it is held still) or slow (it writes
+only when drained): the verdict must be the same for both, which is what forcing the race both ways is for. Exercise 3's check reads the result of a
 restart experiment: planted results here, real queries in tests/labs/test_lab03_planted.py.
 """
 from __future__ import annotations
@@ -99,13 +99,15 @@ def amo_pipe(request, monkeypatch):
     def make(fast):
         pipe = AmoPipe(fast)
         monkeypatch.setattr(race.os, "killpg", pipe.signal)
+        pipe.produce(200)  # the lab's pipeline, before exercise 1
+        pipe.drain()
         return pipe
     return make
 
 
 def judged(pipe, lose_orders):
-    """The lab's cell (the run shown: the function on the real pipeline, then the ledger), then the check."""
-    while_down = lose_orders(pipe)
+    """The lab's cell (the function through lab.forced_race, then the ledger), then the check."""
+    while_down = lab.forced_race(lose_orders, pipe)
     amo = pipe.ledger()
     checks = fresh()
     lab.check_loss_while_down(checks, lambda: lose_orders, lambda: pipe, lambda: while_down, lambda: amo)
@@ -118,7 +120,7 @@ def test_exercise_1_right_answers_pass_on_the_forced_race_too(lose_orders, fast,
     pipe = amo_pipe(fast)
     checks = judged(pipe, lose_orders)
     assert set(statuses(checks).values()) == {"PASS"}, checks.results
-    assert len(pipe.crashes) == 2 and not pipe.held  # the hidden run crashed it again, and let nothing held behind
+    assert len(pipe.crashes) == 1 and not pipe.held  # one run, no second crash; nothing left held
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -129,16 +131,16 @@ def test_exercise_1_race_dependent_answers_fail_however_fast_the_driver(lose_ord
     checks = judged(pipe, lose_orders)
     text = first_fail(checks)
     assert "exactly the orders produced while it was down are lost" in text and "hint:" in text, text
-    assert f"seed {seed}" in text or "on:       the run above" in text
+    assert f"on:       the run above (seed {seed};" in text
     assert not pipe.held
 
 
-def test_exercise_1_names_what_went_wrong_on_the_hidden_run(amo_pipe, monkeypatch):
+def test_exercise_1_names_what_went_wrong_and_the_seed(amo_pipe, monkeypatch):
     monkeypatch.setenv(hidden.SEED_ENV, "7")
-    pipe = amo_pipe(False)  # a slow driver: the run shown is right by luck
+    pipe = amo_pipe(False)  # a slow driver: an unforced run would be right by luck
     checks = judged(pipe, produced_before_the_crash)
     text = first_fail(checks)
-    assert "on:       a hidden run (seed 7" in text and hidden.COPIED in text
+    assert "on:       the run above (seed 7" in text and hidden.COPIED not in text
     assert "150 of the returned orders were produced while a driver ran" in text
 
 
@@ -147,26 +149,31 @@ def test_exercise_1_names_what_went_wrong_on_the_hidden_run(amo_pipe, monkeypatc
     (orders_in_flight, "produced while a driver ran and not written when it died", "only after lose_orders"),
 ])
 def test_exercise_1_says_whether_orders_were_late_or_killed(lose_orders, cause, not_this, amo_pipe, seed):
-    text = first_fail(judged(amo_pipe(True), lose_orders))  # a fast driver: right on the run shown, by luck
-    assert "on:       a hidden run" in text and cause in text and not_this not in text, text
+    text = first_fail(judged(amo_pipe(True), lose_orders))  # a fast driver: right unforced, by luck
+    assert "on:       the run above (seed" in text and cause in text and not_this not in text, text
 
 
 def test_exercise_1_a_function_that_leaves_it_down_finds_it_running_again(amo_pipe, seed):
     pipe = amo_pipe(True)
-    down = right(pipe)  # the run shown
-    checks = fresh()
-    lab.check_loss_while_down(checks, lambda: lambda p: (p.crash("now"), p.produce(5))[1], lambda: pipe,
-                              lambda: down, lambda: pipe.ledger())
-    assert "on:       a hidden run" in first_fail(checks)
-    assert pipe.running and len(pipe.crashes) == 2  # the hidden run left it down, and it was started again
+    checks = judged(pipe, lambda p: (p.crash("now"), p.produce(5))[1])
+    assert "still down when lose_orders returned" in first_fail(checks)
+    assert pipe.running and len(pipe.crashes) == 1  # it left it down, and it was started again
+
+
+def test_exercise_1_the_check_judges_the_cells_run_of_this_function(amo_pipe, seed):
+    pipe = amo_pipe(True)
+    down = lab.forced_race(right, pipe)
+    checks = fresh()  # another function than the one the cell ran: run the cell again
+    lab.check_loss_while_down(checks, lambda: right_in_steps, lambda: pipe, lambda: down, lambda: pipe.ledger())
+    assert "no finished run of this lose_orders to judge" in first_fail(checks)
 
 
 def test_exercise_1_typed_and_not_a_function(amo_pipe, seed):
     text = first_fail(judged(amo_pipe(True), typed_slice))
-    assert "on:       a hidden run" in text and "150 of the returned orders were not produced by this call" in text
+    assert "on:       the run above (seed" in text and "150 of the returned orders were not produced by this call" in text
     assert "produced while a driver ran" not in text, text
     pipe = amo_pipe(True)
-    down = right(pipe)
+    down = lab.forced_race(right, pipe)
     checks = fresh()
     lab.check_loss_while_down(checks, lambda: down, lambda: pipe, lambda: down, lambda: pipe.ledger())
     got = statuses(checks)

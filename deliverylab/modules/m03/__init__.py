@@ -5,7 +5,7 @@
               checkpoints under a session-wide checkpoint location
     charts    missing_revenue_chart: revenue delivered and lost, per pipeline
     lab       the lab's checks, one function per exercise, their hidden runs, and the restart experiment
-    race      Racing: the pipeline as lab 03's hidden run hands it to the learner's function, with the race
+    race      Racing: the pipeline as lab 03's exercise 1 cell hands it to the learner's function, with the race
               between producing and the driver reading forced both ways (part read at once, part held back)
 
     from deliverylab.modules import m03

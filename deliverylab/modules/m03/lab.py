@@ -3,11 +3,13 @@
 Every answer is passed as a lambda, so a check whose exercise is not done yet says SKIP. Each exercise with a run
 is judged on a hidden run too (checks/hidden.py):
 
-* exercise 1: ``lose_orders(pipe)`` is called again on the same pipeline, through ``race.Racing``, which forces
-  the race an answer can depend on both ways: orders produced into a running driver are partly written and
-  partly not even read when the function's next step comes. So a function that produces "while down" before the
-  crash, kills a driver with orders in flight, or reads the sink before the driver has caught up fails every
-  time, not on unlucky timing, and the orders produced while no driver ran are known without asking the learner;
+* exercise 1: the exercise's cell calls ``lose_orders(pipe)`` through ``forced_race``: the pipeline it gets is a
+  ``race.Racing``, which forces the race an answer can depend on both ways (how, from the exercise's seed): orders
+  produced into a running driver are partly written and partly not even read when the function's next step
+  comes. So a function that produces "while down" before the crash, kills a driver with orders in flight, or
+  reads the sink before the driver has caught up fails every time, not on unlucky timing, and the orders produced
+  while no driver ran are known without asking the learner. That run is the one the check judges: it needs no
+  second crash and restart of its own (a new driver's boot, about as long as the cell);
 * exercise 2: ``what_was_lost(produced, rows)`` is called on a sink it has not seen (``hidden_sink``): other
   orders, other gaps, and a few orders written twice, so figures typed in, the ids of exercise 1's
   ``while_down``, or the revenue difference (wrong once a row is duplicated) fail;
@@ -50,15 +52,20 @@ def _ids(orders) -> set:
 # --------------------------------------------------------------------------- exercise 1
 
 
-def hidden_loss(lose_orders: Callable, pipe, rng: random.Random) -> SimpleNamespace:
-    """Exercise 1's hidden run: ``lose_orders`` called on the exercise's pipeline again, through ``Racing``.
+def forced_race(lose_orders: Callable, pipe):
+    """Exercise 1's cell: ``lose_orders(pipe)`` called through ``Racing`` (its splits drawn from the exercise's
+    seed), returning what the function returned. What the check judges is kept on the pipeline (``pipe.forced_run``).
 
-    The pipeline is drained first, so the run starts where the run shown ended. The sink is read before a driver
-    held still is let go: a function that returned without draining is judged on what it left. Then the driver is
-    let go and drained, so ``late`` names the orders that were only on their way when the function returned."""
-    pipe.drain()
+    The pipeline is drained first (if it runs), so the run starts where the last one ended. The sink is read before a
+    driver held still is let go: a function that returned without draining is judged on what it left. Then the
+    driver is let go and drained, so ``late`` names the orders that were only on their way when the function
+    returned, and what the cell reads next no longer depends on timing either."""
+    seed = hidden.seed_for(f"{LAB}:lose-orders")
+    if pipe.running:
+        pipe.drain()
     before = len(pipe.produced)
-    racing = Racing(pipe, rng)
+    racing = Racing(pipe, random.Random(seed))
+    pipe.forced_run = None
     try:
         returned = lose_orders(racing)
         left_down = not pipe.running
@@ -67,25 +74,54 @@ def hidden_loss(lose_orders: Callable, pipe, rng: random.Random) -> SimpleNamesp
         racing.release()
     new, down = {o["order_id"] for o in pipe.produced[before:]}, _ids(racing.down)
     late: set = set()
-    if pipe.running and (set(after.lost_ids) & new) - down:  # lost orders produced while a driver ran: late?
+    if pipe.running:
         try:
             pipe.drain()
-            late = (set(after.lost_ids) - set(pipe.ledger().lost_ids)) & new
+            if (set(after.lost_ids) & new) - down:  # lost orders produced while a driver ran: late?
+                late = (set(after.lost_ids) - set(pipe.ledger().lost_ids)) & new
         except CourseError:
             pass  # the learner's function left the driver unable to drain: judged on what it left
-    if not pipe.running:  # left down: started again, so running the exercise's cell again works as the first time
+    elif left_down:  # started again, so running the cell again works as the first time
         try:
             pipe.restart()
         except CourseError:
             pass
-    return SimpleNamespace(returned=_ids(returned or []), lost=set(after.lost_ids) & new, late=late,
-                           left_down=left_down, duplicated=set(after.duplicated_ids) & new, down=down, new=new,
-                           hidden=True)
+    try:
+        returned_ids = _ids(returned or [])
+    except (TypeError, KeyError):
+        returned_ids = None
+    pipe.forced_run = SimpleNamespace(fn=lose_orders, seed=seed, returned=returned_ids, lost=set(after.lost_ids) & new,
+                                      late=late, left_down=left_down, duplicated=set(after.duplicated_ids) & new,
+                                      down=down, new=new, hidden=True)
+    return returned
+
+
+class _ForcedRun:
+    """The run exercise 1's checks judge: the one its cell ran through ``forced_race``, named with its seed."""
+
+    def __init__(self, lose_orders: Callable, pipe: Callable):
+        self._fn, self._pipe, self._runs = lose_orders, pipe, None
+
+    def _run(self):
+        run = getattr(self._pipe(), "forced_run", None)
+        if run is None or run.fn is not self._fn():
+            raise CourseError("no finished run of this lose_orders to judge: run the exercise's cell (it calls "
+                              "your function through lab.forced_race) until it ends without an error")
+        if run.returned is None:
+            raise CourseError("lose_orders returned something that is not a list of orders (or of order ids)")
+        return run
+
+    def __iter__(self):
+        if self._runs is None:
+            run = getattr(self._pipe(), "forced_run", None)
+            self._runs = [hidden.Run("the run above", getattr(run, "seed", None) or hidden.seed_for(
+                f"{LAB}:lose-orders"), self._run)]
+        return iter(self._runs)
 
 
 def check_loss_while_down(checks, lose_orders: Callable, pipe: Callable, while_down: Callable, amo: Callable) -> None:
     """Exercise 1: ``lose_orders(pipe)`` crashes the at-most-once pipeline, feeds it while it is down, restarts it
-    and returns what it produced while it was down; judged on the run shown and on ``hidden_loss``."""
+    and returns what it produced while it was down; judged on the run its cell made through ``forced_race``."""
     function = _function(checks, "lose_orders is a function of the pipeline", lose_orders,
                          "def lose_orders(pipe): ... return the orders produced while it was down",
                          "Define a function that takes the pipeline; the cell calls it.")
@@ -101,9 +137,7 @@ def check_loss_while_down(checks, lose_orders: Callable, pipe: Callable, while_d
                 expected="the orders pipe.produce(...) returned between the crash and the restart",
                 found=lambda: f"{len(_ids(while_down()))} orders",
                 hint="Return what pipe.produce(150) returns, produced after the crash and before the restart.")
-    shown = lambda: SimpleNamespace(returned=_ids(while_down()), lost=set(amo().lost_ids),  # noqa: E731
-                                    duplicated=set(amo().duplicated_ids), late=set(), hidden=False)
-    runs = hidden.Runs(f"{LAB}:lose-orders", shown=shown, hidden=lambda rng: hidden_loss(lose_orders(), pipe(), rng))
+    runs = _ForcedRun(lose_orders, pipe)
 
     def judge_lost(fn, run):
         if run.lost == run.returned and (not run.hidden or (run.returned == run.down and not run.left_down)):

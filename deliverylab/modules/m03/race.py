@@ -1,11 +1,12 @@
-"""Lab 03's hidden run of exercise 1: the learner's ``lose_orders(pipe)`` called with its race forced both ways.
+"""Lab 03's exercise 1 run: the learner's ``lose_orders(pipe)`` called with its race forced both ways.
 
 A function that produces orders into a running at-most-once driver and then kills it, or reads the sink without
 waiting for it, depends on a race: had the driver read and written those orders yet? Left alone, the timing
-decides, so the same wrong answer passes on one run and fails on the next. On the hidden run the check hands the
-function a :class:`Racing` pipeline instead of the real one. Every time the function produces orders while a
-driver runs, the driver first catches up with part of them (the check drains it), then is held still (SIGSTOP of
-its process group, the driver and its JVM) while the rest arrive. So at the function's next step the driver has
+decides, so the same wrong answer passes on one run and fails on the next. So the exercise's cell
+(lab.forced_race) hands the function a :class:`Racing` pipeline instead of the real one, and the check judges
+that run. Every time the function produces orders while a driver runs, the driver first catches up with part of
+them (Racing drains it), then is held still (SIGSTOP of its process group, the driver and its JVM) while the
+rest arrive. So at the function's next step the driver has
 written the first part and not even read the second, whatever the timing: both sides of the race are on the run,
 and the run is the same for one seed. A step that needs the driver working (drain, stop, restart, a crash at a
 named point) lets it go on first (SIGCONT); ``crash("now")`` kills it where it is held. A restart always waits
@@ -25,8 +26,8 @@ NEEDS_DRIVER = frozenset({"drain", "arm", "wait_for_crash", "stop", "restart", "
 
 
 class Racing:
-    """The pipeline as ``lose_orders`` gets it on the hidden run (see the module docstring); everything else is the
-    real pipeline's."""
+    """The pipeline as ``lose_orders`` gets it in the exercise's cell (see the module docstring); everything else is
+    the real pipeline's."""
 
     def __init__(self, pipe, rng: random.Random):
         self._pipe, self._rng = pipe, rng
