@@ -10,7 +10,9 @@ really read), or a fresh look at the topic. Each exercise is judged on the run s
   a batch id written into the function, one batch's size taken for another's, or a range read from Spark's
   progress (a crashed batch has none) fails there;
 * exercise 2: ``replayed_range(pipe, crash)`` is called for the learner's crash and for a second one, made by the
-  check on the same pipeline at another point, batch and run, then restarted and drained;
+  check on the same pipeline at another point, batch and run, then restarted and drained. Exercise 1's check
+  starts booting the two drivers those restarts take (``boot_two_restarts``), so the check's restart does not
+  wait for a boot of its own;
 * exercise 3: ``records_behind(pipe)`` is called on the stopped pipeline, again after more orders, and on a copy
   stopped by a crash instead (``offsets/N`` written, ``commits/N`` not), where the two logs disagree.
 """
@@ -114,6 +116,20 @@ def check_batch_range(checks, read_range: Callable, pipe, batch: int = 2) -> Non
                         "file: which one? Batches need not all be the same size.")
     checks.on_runs("batch n ends where offsets/n says", read_range, runs, ends, depends_on=covered,
                    hint="Read the last line of offsets/n itself, for the batch id the function is given.")
+    boot_two_restarts(pipe)
+
+
+def boot_two_restarts(pipe) -> None:
+    """Exercise 2 restarts the pipeline twice: after the learner's crash, then after the check's own
+    (``hidden_crash``). A restart takes a standby driver booted ahead of need (crashlab/drivers.py), and a crash
+    starts booting only one. So both start booting now, while the learner works on exercise 2, and the check's
+    restart does not wait for a boot of its own; later crashes boot one at a time again."""
+    from ...crashlab import drivers
+    from ...crashlab.pipeline import Pipeline
+
+    if isinstance(pipe, Pipeline) and pipe.running:
+        drivers.warm_up(2)
+        drivers.warm_up(1)  # the pool's number back to one: the two booting stay
 
 
 # --------------------------------------------------------------------------- exercise 2
@@ -124,11 +140,12 @@ HIDDEN_POINTS = ("before_sink_write", "after_sink_write")
 
 def hidden_crash(pipe, rng: random.Random):
     """Exercise 2's hidden run: the same pipeline crashed again, at a point and with a number of orders drawn by
-    ``rng`` (always more than one batch takes, so the restart runs a batch after the replay), restarted, drained."""
+    ``rng`` (always more than one batch takes, so the restart runs a batch after the replay, and as few more as
+    that needs), restarted, drained."""
     if not pipe.running:
         raise CourseError("the pipeline is not running: restart it (pipe.restart(), pipe.drain()) and run the check again.")
-    crash = pipe.crash(rng.choice(HIDDEN_POINTS), orders=rng.randint((pipe.max_per_batch or 100) + 50,
-                                                                     (pipe.max_per_batch or 100) + 160))
+    per_batch = pipe.max_per_batch or 100
+    crash = pipe.crash(rng.choice(HIDDEN_POINTS), orders=rng.randint(per_batch + 20, per_batch + 80))
     pipe.restart()
     pipe.drain()
     return crash
