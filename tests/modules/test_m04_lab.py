@@ -56,39 +56,23 @@ def crash_values(variant="at_least_once", point="after_sink_write", retried=("o-
     return pipe, SimpleNamespace(point=point), report
 
 
-def run_crash_checks(checks, monkeypatch, shown, again, **values):
+def run_crash_checks(checks, monkeypatch, shown, seed=None, **values):
     monkeypatch.setattr(lab, "_caught_up", lambda pipe: pipe.running)
-    monkeypatch.setattr(lab.hidden_runs, "outcome", lambda pipe, crash: shown)
-    pipe, crash, report = crash_values(**values)
     calls = []
-
-    def crash_again(p, point, rng):
-        calls.append(point)
-        return again
-
-    lab.check_crash(checks, lambda: pipe, lambda: crash, lambda: report, crash_again)
+    monkeypatch.setattr(lab.hidden_runs, "outcome", lambda pipe, crash: calls.append(crash.point) or shown)
+    pipe, crash, report = crash_values(**values)
+    pipe.seed_drawn = seed
+    lab.check_crash(checks, lambda: pipe, lambda: crash, lambda: report)
     return statuses(checks), calls
 
 
-def test_exercise_1_right_answer_crashed_again_once(checks, monkeypatch, seed):
-    shown, again = replay(["o-3", "o-4"]), replay(["o-9", "o-9", "o-1"])  # again: a retried order in the batch
-    got, calls = run_crash_checks(checks, monkeypatch, shown, again)
+def test_exercise_1_right_answer_judged_on_its_own_crash(checks, monkeypatch, seed):
+    got, calls = run_crash_checks(checks, monkeypatch, replay(["o-9", "o-9", "o-1"]), seed)  # a retried pair in it
     assert set(got.values()) == {"PASS"} and calls == ["after_sink_write"]
 
 
-def test_exercise_1_a_check_run_again_does_not_crash_again(checks, monkeypatch, seed):
-    monkeypatch.setattr(lab, "_caught_up", lambda pipe: True)
-    monkeypatch.setattr(lab.hidden_runs, "outcome", lambda pipe, crash: replay(["o-3"]))
-    pipe, crash, report = crash_values()
-    calls = []
-    for _ in range(2):
-        lab.check_crash(checks, lambda: pipe, lambda: crash, lambda: report,
-                        lambda p, point, rng: calls.append(point) or replay(["o-1"]))
-    assert calls == ["after_sink_write"] and set(statuses(checks).values()) == {"PASS"}
-
-
 def test_exercise_1_rejects_the_wrong_point_a_dedup_pipeline_and_no_retry(checks, monkeypatch, seed):
-    got, calls = run_crash_checks(checks, monkeypatch, replay([]), replay([]), variant="dedup_within_watermark",
+    got, calls = run_crash_checks(checks, monkeypatch, replay([]), seed, variant="dedup_within_watermark",
                                   point="after_commit", retried=())
     assert got["the pipeline is the plain append (at_least_once)"] == "FAIL"
     assert got["the driver died after the sink write"] == "FAIL"
@@ -98,16 +82,57 @@ def test_exercise_1_rejects_the_wrong_point_a_dedup_pipeline_and_no_retry(checks
 
 
 def test_exercise_1_rejects_a_pipeline_left_down(checks, monkeypatch, seed):
-    got, calls = run_crash_checks(checks, monkeypatch, replay(["o-3"]), replay(["o-1"]), running=False)
+    got, calls = run_crash_checks(checks, monkeypatch, replay(["o-3"]), seed, running=False)
     assert got["the restarted pipeline has caught up with its topic"] == "FAIL"
     assert got["a crash there writes the batch twice and loses nothing"] == "SKIP" and calls == []
 
 
-def test_exercise_1_a_hidden_crash_that_lost_orders_fails_with_its_seed(checks, monkeypatch, seed):
-    got, _ = run_crash_checks(checks, monkeypatch, replay(["o-3"]), replay(["o-1"], lost=1))
+def test_exercise_1_a_crash_that_lost_orders_fails_with_its_seed(checks, monkeypatch, seed):
+    got, _ = run_crash_checks(checks, monkeypatch, replay(["o-1"], lost=1), seed)
     assert got["a crash there writes the batch twice and loses nothing"] == "FAIL"
     text = lines(checks, "a crash there writes the batch twice and loses nothing")
-    assert f"seed {seed}" in text and "hint:" in text and "right on the run above" in text
+    assert f"seed {seed}" in text and "hint:" in text
+
+
+class FakePipe:
+    """What hidden_runs.Pipeline.crash uses of a pipeline, the broker and the driver left out."""
+
+    def __init__(self, seed):
+        self.seed_drawn, self.seed, self.crashes, self.produced = seed, 7, [], []
+        self.lesson, self.topic, self.armed, self.sent = SimpleNamespace(bootstrap="b"), "t", [], []
+
+    def arm(self, point, batch=None):
+        self.armed.append((point, batch))
+
+    def wait_for_crash(self, point):
+        return SimpleNamespace(point=point, batch=5)
+
+    def _changed(self):
+        pass
+
+
+@pytest.mark.parametrize("n_seed", range(20))
+def test_the_labs_pipeline_crashes_on_a_batch_that_begins_with_an_order_and_its_retried_copy(monkeypatch, n_seed):
+    import deliverylab.orders as orders
+    from deliverylab.stack import kafka
+
+    fake = FakePipe(1000 + n_seed)
+    monkeypatch.setattr(kafka, "end_offsets", lambda bootstrap, topic: {0: 40, 1: 37})
+    monkeypatch.setattr(orders, "produce", lambda bootstrap, topic, records, progress: fake.sent.append(list(records)))
+    for size in (1, 3, 60, 100):
+        fake.sent.clear()
+        crash = hidden_runs.Pipeline.crash(fake, "after_sink_write", batch=None, orders=size)
+        assert crash.point == "after_sink_write" and fake.armed[-1] == ("after_sink_write", None)
+        [records] = fake.sent  # one request, as crashlab's crash sends its orders
+        ids = [r["order_id"] for r in records]
+        distinct = sorted(set(ids), key=ids.index)
+        assert [o["order_id"] for o in fake.produced[-len(distinct):]] == distinct  # the truth: once each
+        for p in (0, 1):  # in each partition, the first order is followed by its retried copy
+            mine = [r for r in records if hidden_runs.partition_of(r["order_id"], 2) == p]
+            assert not mine or (mine[0] == mine[1] and mine[0] is not mine[1])
+        assert 1 <= len(ids) - len(distinct) <= 4
+        if size >= 60:
+            assert len(ids) == size  # as many records as asked for: the crashed batch is no larger
 
 
 def test_exercise_1_judges_each_record_of_the_batch_written_twice():

@@ -3,10 +3,12 @@
 Each is built from a ``random.Random`` seeded with the exercise's seed, so one seed always gives the
 same run, and each holds, for every seed, the case that tells a right answer from a wrong one:
 
-    crash_again       exercise 1: the learner's pipeline crashed once more at the learner's crash point,
-                      in a batch that begins with an order the producer sent twice (real: a crash-lab
-                      driver is SIGKILLed and restarted); exercise 2 then reads a sink where one order
-                      is both a producer retry and a replay
+    Pipeline          exercise 1: the lab's pipeline (crashlab's), whose crash sends the records that make a
+                      batch run as a retrying producer does: in each partition the first order twice, and
+                      0-2 others drawn from the seed, so the batch that crashes begins, in any partition
+                      it reads, with an order and its retried copy. The learner's own crash is the hidden
+                      run (no second crash: a crash costs a driver's boot at the restart); exercise 2 then
+                      reads a sink where orders are both producer retries and replays
     replayed_topic    exercise 2: offsets per order id and rows per order id after a crash (pure): one
                       retried order has both its records in the replayed batch (4 rows), one has only its
                       first (3 rows), others none (2 rows)
@@ -27,32 +29,63 @@ from collections import Counter
 from datetime import timedelta
 from types import SimpleNamespace
 
+from ...crashlab import Pipeline as _Pipeline
 from ...orders import EPOCH, order_id
 from .watermarks import iso
 
 # --------------------------------------------------------------------------- exercise 1 (real)
 
+EXERCISE_1 = "04-at-least-once-lab:crash"
 
-def crash_again(pipe, point: str, rng: random.Random) -> SimpleNamespace:
-    """Crash ``pipe`` (running) at ``point`` once more, restart and drain it. The first records after the crash is
-    armed are an order and its retried copy (the same record written twice, as a producer retry writes it), so the
-    first batch that reads them, the one that crashes, holds both. Returns what the check judges."""
-    from ...orders import generate_orders, produce
-    from .retries import copy_of
 
-    pipe.drain()  # whatever the learner's cell left running, the crash must land on the batch of these orders
-    orders = generate_orders(rng.randint(20, 60), seed=pipe.seed, start=len(pipe.produced))
-    twice = {0, *rng.sample(range(1, len(orders)), rng.randint(1, 3))}
-    records = [r for i, o in enumerate(orders) for r in ([o, copy_of(o)] if i in twice else [o])]
-    pipe.arm(point)
-    pipe.produced.extend(orders)  # once each: the truth the ledger reconciles against
-    produce(pipe.lesson.bootstrap, pipe.topic, records[:2], progress=False)  # one key, one request: one batch
-    produce(pipe.lesson.bootstrap, pipe.topic, records[2:], progress=False)
-    crash = pipe.wait_for_crash(point)
-    pipe.crashes.append(crash)
-    pipe.restart()
-    pipe.drain()
-    return outcome(pipe, crash)
+class Pipeline(_Pipeline):
+    """crashlab.Pipeline, except that :meth:`crash` sends its orders as a producer whose replies get lost: some
+    twice (which, from the exercise's seed, ``seed_drawn``). ``produced`` keeps each order once (the truth)."""
+
+    def __init__(self, *args, **kwargs):
+        from ...checks import hidden
+
+        super().__init__(*args, **kwargs)
+        self.seed_drawn = hidden.seed_for(EXERCISE_1)
+
+    def crash(self, point: str, batch: int | None = None, orders: int = 500):
+        """As crashlab's: arm a crash at ``point`` (for ``batch``), send about ``orders`` records, wait for the crash.
+        Some orders are written twice, the same record again right after it, as a retried send writes it: in each
+        partition its first order (so the batch that crashes, whichever partition's records it reads, begins there
+        with an order and its copy), and 0-2 others; the others sent once. One request, as crashlab's crash sends
+        them, so the crashed batch holds as many records as it would without the copies."""
+        from ...crashlab.crashpoints import CRASH_NOW
+        from ...orders import generate_orders, produce
+        from ...stack import kafka
+        from .retries import copy_of
+
+        if point == CRASH_NOW or not orders:
+            return super().crash(point, batch, orders)
+        rng = random.Random(self.seed_drawn + len(self.crashes))
+        partitions = len(kafka.end_offsets(self.lesson.bootstrap, self.topic)) or 1
+        extra = rng.randint(0, 2)
+        sent = generate_orders(max(1, orders - partitions - extra), seed=self.seed, start=len(self.produced))
+        firsts: dict[int, int] = {}
+        for i, order in enumerate(sent):
+            firsts.setdefault(partition_of(order["order_id"], partitions), i)
+        others = [i for i in range(len(sent)) if i not in firsts.values()]
+        twice = {*firsts.values(), *rng.sample(others, min(extra, len(others)))}
+        records = [r for i, o in enumerate(sent) for r in ([o, copy_of(o)] if i in twice else [o])]
+        self.arm(point, batch)
+        self.produced.extend(sent)  # once each: the truth the ledger reconciles against
+        produce(self.lesson.bootstrap, self.topic, records, progress=False)
+        crash = self.wait_for_crash(point)
+        self.crashes.append(crash)
+        self._changed()
+        return crash
+
+
+def partition_of(order_id: str, partitions: int) -> int:
+    """The partition the course's producers write an order to (kafka-python's default partitioner: its key's
+    murmur2 hash)."""
+    from kafka.partitioner.default import murmur2
+
+    return (murmur2(order_id.encode()) & 0x7FFFFFFF) % partitions
 
 
 def outcome(pipe, crash) -> SimpleNamespace:
@@ -110,7 +143,8 @@ def replayed_topic(rng: random.Random) -> SimpleNamespace:
 
 
 def trial_plan(rng: random.Random) -> SimpleNamespace:
-    """The records of a hidden trial topic (one partition, read ``max_per_batch`` records per micro-batch).
+    """The records of a hidden trial topic (one partition, read ``max_per_batch`` records per micro-batch): three
+    micro-batches of records, the fewest that hold all of what follows (each costs the check a Spark job).
 
     Event times advance 3 s per order with up to 2 s of jitter. Every batch from the third on holds a new order
     35-45 s behind the latest event time of the batches before the one before it: Spark drops a row as too late
@@ -120,8 +154,7 @@ def trial_plan(rng: random.Random) -> SimpleNamespace:
     retried at once; the last record is such a late order, so it is not the latest."""
     from .watermarks import parse_time
 
-    size = rng.randint(25, 40)
-    n_orders = rng.randint(90, 120)
+    size = rng.randint(28, 36)  # three batches: the fewest that hold a late order (batch 2) and the no-data batch
     base = EPOCH + timedelta(days=rng.randint(20, 300), seconds=rng.randint(0, 80_000))
     first_number = rng.randint(10_000, 90_000)
     orders, records, late_in = [], [], set()
@@ -138,7 +171,7 @@ def trial_plan(rng: random.Random) -> SimpleNamespace:
         latest_before = max(parse_time(r["event_time"]) for r in records[: (batch - 1) * size])
         return new_order(latest_before - timedelta(seconds=rng.randint(35, 45)))
 
-    while len(orders) < n_orders - 1:
+    while len(records) < 3 * size - 1:
         position = len(records)
         batch = position // size
         if batch >= 2 and batch not in late_in:

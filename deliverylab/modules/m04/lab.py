@@ -1,8 +1,8 @@
 """Lab 04's checks, one function per exercise (the lab calls them; tests plant wrong answers).
 
 Every answer is passed as a lambda, so a check whose exercise is not done yet says SKIP. Each exercise is also
-judged on a hidden run (checks/hidden.py, built in hidden_runs.py): exercise 1's pipeline is crashed once more at
-the learner's crash point, in a batch that holds an order the producer sent twice; exercise 2's function meets a
+judged on a hidden run (checks/hidden.py, built in hidden_runs.py): exercise 1's crash is one, its batch drawn from
+the seed (the lab's pipeline sends a crash's orders with producer retries among them); exercise 2's function meets a
 sink where retried orders were also replayed; exercise 3's dedupe runs over a trial topic with other event times,
 late orders and a retry split across two micro-batches; exercise 4's function meets a trial with another delay.
 A hidden run that needs Spark is built once per answer and seed, so running a check cell again costs nothing.
@@ -15,6 +15,7 @@ from typing import Callable
 
 from ...checks import hidden
 from . import hidden_runs, trial  # noqa: F401 - the lab's cells call m04.trial.run
+from .hidden_runs import Pipeline  # noqa: F401 - the lab's pipeline: lab.Pipeline(lesson, "at_least_once", ...)
 from .duplicates import DuplicateKinds, classify
 from .watermarks import iso, parse_time
 
@@ -43,13 +44,12 @@ POINT = "the driver died after the sink write"
 CAUGHT_UP = "the restarted pipeline has caught up with its topic"
 
 
-def check_crash(checks, pipe: Callable, crash: Callable, retried: Callable, crash_again: Callable | None = None) -> None:
-    """Exercise 1: the plain-append pipeline, crashed after its write, restarted, with a producer retry; then
-    crashed again by the check at the same point in a hidden batch (``crash_again(pipe, point, rng)``, default
-    hidden_runs.crash_again), whose first records are an order and its retried copy."""
-    crash_again = crash_again or hidden_runs.crash_again
+def check_crash(checks, pipe: Callable, crash: Callable, retried: Callable) -> None:
+    """Exercise 1: the plain-append pipeline, crashed after its write, restarted, with a producer retry. The crash is
+    the hidden run: the lab's pipeline (hidden_runs.Pipeline) sends the crash's orders as a retrying producer does,
+    some twice as drawn from the exercise's seed, so the batch that crashes begins with an order and its copy."""
     checks.equal("the pipeline is the plain append (at_least_once)", lambda: pipe().variant.name, "at_least_once",
-                 hint="Create the pipeline with crashlab.Pipeline(lesson, \"at_least_once\", ...).")
+                 hint="Create the pipeline with lab.Pipeline(lesson, \"at_least_once\", ...).")
     checks.equal(POINT, lambda: crash().point, "after_sink_write",
                  hint="Which crash point leaves the whole batch in the sink and commits/N unwritten?")
     checks.that("at least one reply was lost, so the producer sent an order twice", lambda: len(retried().retried) > 0,
@@ -58,14 +58,24 @@ def check_crash(checks, pipe: Callable, crash: Callable, retried: Callable, cras
     checks.that(CAUGHT_UP, lambda: _settled(pipe()) and _caught_up(pipe()),
                 expected="a running driver whose commits cover the whole topic", found=lambda: pipe().status_line(),
                 hint="After the crash: pipe.restart(), then pipe.drain().", depends_on=POINT)
-    exercise = f"{LAB}:crash"
-    runs = hidden.Runs(exercise, shown=lambda: hidden_runs.outcome(pipe(), crash()), hidden=lambda rng: hidden.once(
-        ("crash", id(pipe()), id(crash()), hidden.seed_for(exercise)), (pipe(), crash()),
-        lambda: crash_again(pipe(), crash().point, rng)))
+    runs = _CrashRun(pipe, crash)
     checks.on_runs("a crash there writes the batch twice and loses nothing", lambda: crash().point, runs,
                    _judge_replay, depends_on=[POINT, CAUGHT_UP],
-                   hint="The check crashed your pipeline again at your crash point, restarted and drained it. After "
-                        "a crash between the sink's write and commits/N, every record of the batch is written again.")
+                   hint="After a crash between the sink's write and commits/N, every record of the batch is written "
+                        "again, the producer's retried copies too.")
+
+
+class _CrashRun:
+    """The run exercise 1's last check judges: the learner's crash, its batch drawn from the exercise's seed
+    (``pipe.seed_drawn``, which a FAIL names); read when the check first asks."""
+
+    def __init__(self, pipe: Callable, crash: Callable):
+        self._pipe, self._crash = pipe, crash
+
+    def __iter__(self):
+        pipe, crash = self._pipe(), self._crash()
+        return iter([hidden.Run("the run above", getattr(pipe, "seed_drawn", None),
+                                lambda: hidden_runs.outcome(pipe, crash))])
 
 
 def _settled(pipe) -> bool:
