@@ -3,10 +3,11 @@ wrong one ends in FAIL with a hint.
 
 Every answer is handed to the lab's own calls (the cells' scenarios and checks), so it meets the real broker, a
 real Spark driver and a real SIGKILL, as a learner's code does, on the run shown and on the check's hidden run
-(the writers crashed again in their first batch of orders, after their write; the MERGE on a table that already
-holds orders, with several orders per customer). Wrong answers of four kinds: a value copied from the demo
-(kind 1), a rule right only on the demo's data (kind 2), an answer exercise 3's crash had no probe for that
-exercise 1's has (kind 3), an answer whose verdict on the run shown depended on a race (kind 4)."""
+(the writers on a hidden topic, their first batch run again after their write in the notebook's Spark; the
+MERGE once on a table that already holds orders, with several orders per customer). Wrong answers of four
+kinds: a value copied from the demo (kind 1), a rule right only on the demo's data (kind 2), an answer exercise
+3's crash had no probe for that exercise 1's has (kind 3), an answer whose verdict on the run shown depended on
+a race (kind 4)."""
 import pytest
 from planted import assert_fails_with_a_hint, outcome
 

@@ -160,18 +160,21 @@ def python_merge(key="order_id", dedupe=True, update=True, overwrite=False, newe
     return merge
 
 
-def fake_run_case(merge):
+def fake_run_case(merge, replay=False):
+    """As hidden_runs.run_merge_case: the MERGE once on the case (``replay``: twice, as on the run shown)."""
     def run(trial, case):
         table = list(case.target)
         result = merges.MergeTrial()
         try:
             merge(table, case.batch)
             result.after_one = dict(sorted(Counter(row[0] for row in table).items()))
-            before = list(table)
-            merge(table, case.batch)
-            result.after_replay = dict(sorted(Counter(row[0] for row in table).items()))
-            result.unchanged = before == table
             result.statuses = {row[0]: row[3] for row in table}
+            if replay:
+                before = list(table)
+                merge(table, case.batch)
+                result.after_replay = dict(sorted(Counter(row[0] for row in table).items()))
+                result.unchanged = before == table
+                result.statuses = {row[0]: row[3] for row in table}
         except RuntimeError as error:
             result.error = str(error)
         return result
@@ -215,6 +218,21 @@ def test_exercise_2_rejects_a_clock_column_and_the_earliest_event(checks, seed):
     assert got["each order keeps its latest event"] == "FAIL"
 
 
+def test_exercise_2_the_hidden_case_runs_the_merge_once_and_the_replay_is_judged_on_the_run_shown(checks, seed):
+    calls = []
+
+    def run_once(trial, case):
+        calls.append(case)
+        return fake_run_case(python_merge())(trial, case)
+
+    trial = merges.MergeTrial(**RIGHT)
+    lab.check_safe_merge(checks, lambda: trial, run_once)
+    assert set(statuses(checks)) == {"PASS"} and len(calls) == 1
+    stamped = merges.MergeTrial(**{**RIGHT, "unchanged": False})
+    lab.check_safe_merge(fresh := Checks("05-exactly-once-sinks-lab", record=False), lambda: stamped, run_once)
+    assert dict(zip([r.description for r in fresh.results], statuses(fresh)))["the replay changes nothing"] == "FAIL"
+
+
 def test_exercise_2_says_skip_while_the_merge_is_a_todo(checks):
     from deliverylab.checks import todo
 
@@ -239,7 +257,7 @@ def test_every_hidden_merge_case_separates_the_right_merge_from_the_demo_only_on
     per_customer = Counter(c for c in {(e[0], e[1]) for e in case.batch} for c in [c[1]])
     assert max(per_customer.values()) >= 2
     assert len({e[4] for e in case.batch + case.target}) == len(case.batch + case.target)  # no ties in time
-    runs = {name: fake_run_case(merge)(None, case) for name, merge in {
+    runs = {name: fake_run_case(merge, replay=name == "right")(None, case) for name, merge in {
         "right": python_merge(), "customer": python_merge(key="customer_id"), "insert only": python_merge(
             update=False), "overwrite": python_merge(overwrite=True), "oldest": python_merge(newest=False)}.items()}
     right = runs.pop("right")

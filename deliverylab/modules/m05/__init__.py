@@ -7,8 +7,8 @@
     sqlreplay   the lab's note after exercise 3: one transaction vs a key, after two kinds of crash (SQLite)
     scenarios   the lesson's and lab's runs in one call: a crash and a replay, a crash in the first
                 batch of orders, a new checkpoint
-    hidden_runs the runs the lab's checks judge besides the one shown: a MERGE into a table that
-                holds orders already, a writer crashed again in another batch
+    hidden_runs the runs the lab's checks judge besides the one shown: a MERGE into a copy of the table
+                the exercise left, a writer's batch on a hidden topic run again after its write
     lab         the lab's checks, one function per exercise
 
 The pipelines the lesson crashes are variants of the crash lab (crashlab/variants.py:

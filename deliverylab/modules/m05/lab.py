@@ -1,11 +1,12 @@
 """Lab 05's checks, one function per exercise (the lab calls them; tests plant wrong answers).
 
 Answers are passed as lambdas, so a check whose exercise is not done yet says SKIP. Each exercise is also judged
-on a hidden run (checks/hidden.py, built in hidden_runs.py): the writers of exercises 1 and 3 run again as new
-pipelines, crashed after their write and before Spark's commit in their first batch of orders, with another
-number of orders and batch size (for exercise 3, a crash the run shown does not have: after the COMMIT); the
-MERGE of exercise 2 runs on a table that already holds orders, with several orders per customer in the batch.
-A hidden run is built once per answer and seed, so running a check cell again does not crash anything again.
+on a hidden run (checks/hidden.py, built in hidden_runs.py): the writers of exercises 1 and 3 run again, in the
+notebook's Spark, on a topic of their own (another number of orders), and their first batch is run a second time
+after it was written and committed, as after a crash after the write and before Spark's commit (for exercise 3,
+a crash the run shown does not have: after the COMMIT); the MERGE of exercise 2 runs once on a table that already
+holds orders, with several orders per customer in the batch. A hidden run is built once per answer and seed, so
+running a check cell again does not run it again.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ...checks import hidden
 from . import hidden_runs
 
 LAB = "05-exactly-once-sinks-lab"
-#: Where the hidden runs of both writers crash: after the sink has the batch (after your COMMIT), before commits/N.
+#: Where the hidden runs of both writers stop: after the sink has the batch (after your COMMIT), before commits/N.
 HIDDEN_POINT = "after_sink_write"
 
 
@@ -34,8 +35,8 @@ def _writer_checks(checks, exercise: str, pipe: Callable, crash: Callable, crash
                    point: str, point_text: str, hints: dict) -> None:
     """The checks exercises 1 and 3 share: on the run shown, your pipeline ran, crashed where it should, and after
     the replay nothing is lost or written twice; then, only if all of that holds, the same on a hidden run: your
-    function as a new pipeline crashed after its write in its first batch of orders (``crash_again(pipe, point,
-    rng)``), so a wrong answer the run shown already fails costs no second crash."""
+    function's first batch on a hidden topic run again after its write (``crash_again(pipe, point, rng)``, default
+    hidden_runs.replay_writer), so a wrong answer the run shown already fails costs no second run."""
     ran = f"{exercise}:ran"
     checks.that("your pipeline ran through the crash and the replay", lambda: pipe().failure is None, id=ran,
                 expected="no error", found=lambda: pipe().failure, hint=hints["ran"])
@@ -55,12 +56,12 @@ def _writer_checks(checks, exercise: str, pipe: Callable, crash: Callable, crash
     checks.that("after the replay: no order written twice", lambda: ledger().duplicated == 0, depends_on=ran,
                 id=duplicated, expected="0 duplicated orders", found=lambda: f"{ledger().duplicated} duplicated",
                 hint=hints["duplicated"])
-    again = crash_again or hidden_runs.crash_writer
+    again = crash_again or hidden_runs.replay_writer
     key = f"{LAB}:{exercise.replace(' ', '-')}"
     runs = hidden.Runs(key, shown=lambda: SimpleNamespace(pipe=pipe(), crash=crash(), ledger=ledger()),
                        hidden=lambda rng: hidden.once((exercise, id(pipe()), hidden.seed_for(key)), (pipe(),),
                                                 lambda: again(pipe(), HIDDEN_POINT, rng)))
-    checks.on_runs("crashed again in a batch you have not seen: nothing lost or written twice", pipe, runs,
+    checks.on_runs("a batch you have not seen, run again after its write: nothing lost or written twice", pipe, runs,
                    _judge_again, depends_on=[ran, lost, duplicated], id=f"{exercise}:again", hint=hints["again"])
 
 
@@ -74,8 +75,8 @@ def _judge_again(_, run):
 
 
 def check_idempotent_writer(checks, pipe: Callable, crash: Callable, crash_again: Callable | None = None) -> None:
-    """Exercise 1: your foreachBatch writer, crashed after its write and before Spark's commit; and again on a
-    hidden run, in its first batch of orders (``crash_again``, default hidden_runs.crash_writer)."""
+    """Exercise 1: your foreachBatch writer, crashed after its write and before Spark's commit; and on a hidden run,
+    its first batch of orders run again after its write (``crash_again``, default hidden_runs.replay_writer)."""
     _writer_checks(checks, "exercise 1", pipe, crash, crash_again, "after_sink_write", "after its write, before the commit", {
         "ran": "The line above is what your pipeline's driver reported. A query that never writes out.checkpoint "
                "cannot be restarted where it stopped.",
@@ -84,15 +85,17 @@ def check_idempotent_writer(checks, pipe: Callable, crash: Callable, crash_again
                 "the same batch?",
         "duplicated": "The replay wrote batch N a second time: which two writer options let Delta recognise a "
                       "(writer, batch) it has already committed?",
-        "again": "The check ran your function as a new pipeline and crashed it after its write, in its first batch of "
-                 "orders. Does every write carry what lets Delta recognise a batch it has committed, the first write "
-                 "too, and does your writer rely on anything that held only for the run above?",
+        "again": "The check ran your function on orders of its own and ran its first batch of orders again after "
+                 "the write, as a crash before Spark's commit does. Does every write carry what lets Delta recognise "
+                 "a batch it has committed, the first write too, and does your writer rely on anything that held "
+                 "only for the run above?",
     })
 
 
 def check_atomic_upsert(checks, pipe: Callable, crash: Callable, crash_again: Callable | None = None) -> None:
-    """Exercise 3: your SQLite upsert, crashed in the middle of writing a batch; and on a hidden run crashed after its
-    COMMIT, before Spark's commit, in its first batch of orders (``crash_again``, default hidden_runs.crash_writer)."""
+    """Exercise 3: your SQLite upsert, crashed in the middle of writing a batch; and on a hidden run, its first batch
+    of orders run again after its COMMIT, as a crash before Spark's commit leaves it (``crash_again``, default
+    hidden_runs.replay_writer)."""
     _writer_checks(checks, "exercise 3", pipe, crash, crash_again, "mid_sink_write", "in the middle of a batch", {
         "ran": "The line above is what your pipeline's driver reported. If the replay met a row that was already in "
                "the table, part of the batch was there when the driver died: what would make the second copy "
@@ -103,9 +106,9 @@ def check_atomic_upsert(checks, pipe: Callable, crash: Callable, crash_again: Ca
         "duplicated": "Part of the batch was already in the table when the driver died. Either it must not be (one "
                       "transaction for the whole batch) or its second copy must land on the first (a key and ON "
                       "CONFLICT ... DO UPDATE).",
-        "again": "The check ran your function as a new pipeline and killed it after your COMMIT, before Spark wrote "
-                 "commits/N: the whole batch was in the table when the replay came. What makes the second copy of a "
-                 "row harmless?",
+        "again": "The check ran your function on orders of its own and ran its first batch again after your COMMIT, "
+                 "as a crash before Spark writes commits/N does: the whole batch was in the table when the replay "
+                 "came. What makes the second copy of a row harmless?",
     })
 
 
@@ -117,9 +120,9 @@ RAN = "your MERGE ran twice without an error"
 
 
 def check_safe_merge(checks, trial: Callable, run_case: Callable | None = None) -> None:
-    """Exercise 2: your MERGE, run on a batch with two events for one order, then run again (a replay); and on a
-    hidden case (hidden_runs.merge_case): a table that already holds orders, several orders per customer in the
-    batch. ``trial``: the merges.MergeTrial of the lab's cell; ``run_case(trial, case)`` runs its MERGE on a case
+    """Exercise 2: your MERGE, run on a batch with two events for one order, then run again (a replay); and once
+    on a hidden case (hidden_runs.merge_case): the table the run shown left (a copy), which holds orders, and a batch
+    with several orders per customer. ``trial``: the merges.MergeTrial of the lab's cell; ``run_case(trial, case)`` runs its MERGE on a case
     (default hidden_runs.run_merge_case, in the notebook's Spark)."""
     run_case = run_case or hidden_runs.run_merge_case
     key = f"{LAB}:merge"
@@ -142,7 +145,10 @@ def check_safe_merge(checks, trial: Callable, run_case: Callable | None = None) 
 
 def _hidden_merge(trial, rng, run_case):
     case = hidden_runs.merge_case(rng)
-    return run_case(trial, case), case.expected
+    kept = {o for o, *_ in case.target} - {o for o, *_ in case.batch}
+    # the run shown left these orders; where its statuses are not the lab's, "latest" has failed there already
+    expected = {**case.expected, **{o: (trial.statuses or {}).get(o, case.expected[o]) for o in kept}}
+    return run_case(trial, case), expected
 
 
 def _judge_rows(_, run):
@@ -158,6 +164,8 @@ def _judge_rows(_, run):
 
 def _judge_replay(_, run):
     trial, _ = run
+    if trial.after_replay is None and trial.unchanged is None:
+        return None  # the hidden case runs the MERGE once: the run shown is the one replayed
     if trial.unchanged and set(trial.after_replay.values()) == {1}:
         return None
     return "the same table after the second MERGE", (f"rows per order {trial.after_replay}" if trial.unchanged

@@ -114,19 +114,28 @@ def _snapshot(spark, table: str) -> tuple[dict, str, dict]:
     return {order: per_order[order] for order in sorted(per_order)}, stamp, {row.order_id: row.status for row in rows}
 
 
-def merge_twice(spark, my_merge, batch, path: str, target: list[tuple] | None = None) -> MergeTrial:
+def merge_twice(spark, my_merge, batch, path: str, target: list[tuple] | None = None, replay: bool = True,
+                copy_of: str | None = None) -> MergeTrial:
     """Run ``my_merge(spark, table, batch)`` on a new table at ``path``, then again with the same batch.
 
     The table starts empty, or with the events of ``target`` (tuples as :func:`events` takes them). An error
     the function raises is kept (one line), not raised, so the lab's checks can say what it means; an
-    unfinished TODO is raised, so the cell shows the TODO's line."""
+    unfinished TODO is raised, so the cell shows the TODO's line. ``replay=False``: the first run only
+    (``after_replay`` and ``unchanged`` stay None, ``statuses`` are read after it). ``copy_of``: the table starts as
+    a copy of the Delta table in that folder (a file copy: its log keeps paths relative to the table)."""
     from ...checks import LabTodo
     from ...todos import raise_if_todo
 
     raise_if_todo(my_merge)
     from ...sparkerrors import quiet_error_log
 
-    if target:
+    if copy_of:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(copy_of, path)
+        table = path
+    elif target:
         import shutil
 
         shutil.rmtree(path, ignore_errors=True)
@@ -138,7 +147,9 @@ def merge_twice(spark, my_merge, batch, path: str, target: list[tuple] | None = 
     try:
         with quiet_error_log():  # an error becomes trial.error's one line, not KBs on stderr
             my_merge(spark, table, batch)
-            trial.after_one, before, _ = _snapshot(spark, table)
+            trial.after_one, before, trial.statuses = _snapshot(spark, table)
+            if not replay:
+                return trial
             run = "on the replay"
             my_merge(spark, table, batch)
             trial.after_replay, after, trial.statuses = _snapshot(spark, table)
