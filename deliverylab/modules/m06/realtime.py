@@ -5,6 +5,9 @@ A micro-batch query writes ``offsets/N`` (the batch's planned range) before the 
 what makes a replay read the same records again (module 02). In real-time mode a batch runs for a set
 time and reads records as they arrive, so its range is known only at its end: Spark writes
 ``offsets/N`` (then ``commits/N``) after the sink has already received the batch's rows.
+
+Of the sinks it refuses, :func:`refused_sinks` tries the two this course makes exactly-once. It accepts
+a ``ForeachWriter``; what its key makes of a crash is rtwriters.py.
 """
 from __future__ import annotations
 
