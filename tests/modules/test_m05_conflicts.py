@@ -10,13 +10,14 @@ from deliverylab.modules.m05 import conflicts
 
 def test_the_first_row_waits_at_the_gate_until_it_is_released_and_later_rows_pass(tmp_path):
     arrived, released = str(tmp_path / "arrived"), str(tmp_path / "released")
-    first = threading.Thread(target=conflicts.pass_gate, args=(arrived, released, 60))
+    first = threading.Thread(target=conflicts.pass_gate, args=(arrived, released, 600))
     first.start()
-    first.join(0.5)
-    assert first.is_alive() and (tmp_path / "arrived").exists()
-    conflicts.pass_gate(arrived, released, 60)  # a later row: the marker is there, it does not wait
+    while not (tmp_path / "arrived").exists():  # the first row has reached the gate (no timing assumed)
+        first.join(0.05)
+    conflicts.pass_gate(arrived, released, 600)  # a later row: the marker is there, it does not wait
+    assert first.is_alive()  # the first row is still held: nothing has released it
     (tmp_path / "released").touch()
-    first.join(10)
+    first.join(600)
     assert not first.is_alive()
 
 
