@@ -180,7 +180,16 @@ def _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, group: str, al
 def test_the_loop_gets_through_a_group_stuck_rebalancing(lesson, monkeypatch):
     events = _consume_with_a_consumer_that_gets_stuck(lesson, monkeypatch, f"{lesson.topic_prefix}loop-{RUN}", always=False)
     assert [e["event"] for e in events].count("put_back") >= 1
-    assert events[-1] == {"event": "end", "reason": "drained", "batches": 3, "records": ORDERS}
+    # how many batches it takes is the broker's timing (a poll may hand out fewer than batch_size records);
+    # what holds is that every order went through exactly once
+    done, last = [], None
+    for event in events:
+        if event["event"] == "batch":
+            last = event["order_ids"]
+        elif event["event"] == "batch_done":
+            done += last
+    assert sorted(done) == sorted(set(done)) and len(done) == ORDERS
+    assert events[-1]["reason"] == "drained" and events[-1]["records"] == ORDERS
 
 
 @pytest.mark.stack
