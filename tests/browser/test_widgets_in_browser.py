@@ -123,6 +123,25 @@ def offline_shown(nb: NotebookPage) -> bool:
     return note.count() == 1 and note.is_visible()
 
 
+#: What jupyterlab-manager (3.0.x) draws when a saved widget's model is asked for after it declared the widgets
+#: restored: its WidgetManager restores twice as a notebook opens (kernel and notebook state from its constructor;
+#: kernel state alone once the new kernel connects), and when the second finishes first, a view that waited for
+#: the first gets no model (a race in JupyterLab's widget manager, not in the panel: ipywidgets#3270).
+UPSTREAM_RACE = "Error displaying widget: model not found"
+
+
+def reopen_until_the_saved_panel_renders(page, server, attempts: int = 3) -> NotebookPage:
+    """The notebook opened again; reloaded (as a learner would) when JupyterLab's widget manager lost the race above."""
+    for attempt in range(attempts):
+        again = NotebookPage(page, server, NOTEBOOK, len(CELLS), wait_for_kernel=False)
+        raced = lambda: again.find(".jp-OutputArea-output").filter(has_text=UPSTREAM_RACE).count() > 0  # noqa: E731
+        wait_for("the reopened panel never said it is not connected", lambda: offline_shown(again) or raced(), again)
+        if offline_shown(again):
+            return again
+        print(f"reopen {attempt + 1}: {UPSTREAM_RACE!r} (JupyterLab's widget manager race); reloading")
+    raise AssertionError(f"{UPSTREAM_RACE!r} on {attempts} reopenings (screenshot: {again.screenshot('panel')})")
+
+
 def wait_for(what: str, condition, nb: NotebookPage, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -146,8 +165,7 @@ def test_a_reopened_crash_panel_says_it_is_not_connected_and_takes_no_click_unti
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='unknown'], "
                            ".jp-Notebook-ExecutionIndicator[data-status='dead']", timeout=30_000)
 
-    again = NotebookPage(page, server, NOTEBOOK, len(CELLS), wait_for_kernel=False)  # as the next day
-    wait_for("the reopened panel never said it is not connected", lambda: offline_shown(again), again)
+    again = reopen_until_the_saved_panel_renders(page, server)  # as the next day
     note = again.find(".xo-panel .xo-offline").inner_text()
     assert "Not connected" in note and "run this cell" in note, note
     assert not again.find(".xo-panel .xo-status").first.is_visible()  # its saved "running" is not shown
@@ -158,7 +176,9 @@ def test_a_reopened_crash_panel_says_it_is_not_connected_and_takes_no_click_unti
             button.click(timeout=2_000)
 
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=180_000)
-    again.run_this_cell(again.code_cell(1))  # how to get it back, as the note says
+    # how to get it back, as the note says (not run_this_cell: the new kernel may give the cell the run number it had)
+    again.code_cell(1).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
     wait_for("the panel did not come back once its cell ran", lambda: not offline_shown(again), again)
     status = again.code_cell(1).locator(".xo-status")
     before = status.inner_text()
