@@ -386,3 +386,18 @@ def test_the_hidden_kill_waits_for_the_sinks_commit_before_the_querys(tmp_path):
     assert hidden_runs._wait_for_a_commit(pipe, 5, hidden_runs._versions(log), timeout_s=30) == "query"
     with pytest.raises(Exception, match="ended by itself"):
         hidden_runs._wait_for_a_commit(Waiting(tmp_path / "dead", running=False), 6, set(), timeout_s=30)
+
+
+def test_the_matrix_runs_only_once_every_variant_has_a_prediction(seed):
+    from deliverylab.config import CourseError
+
+    def not_made_yet():
+        return my_picks  # noqa: F821 - the name an unfinished exercise 4 never set
+
+    with pytest.raises(CourseError, match="run exercise 4's cell above"):
+        lab.variants_to_run(not_made_yet)
+    partial = right_picks()
+    del partial["two_phase_commit"]
+    with pytest.raises(CourseError, match="has none for two_phase_commit"):
+        lab.variants_to_run(lambda: partial)
+    assert lab.variants_to_run(lambda: right_picks()) == lab.variants_to_run()

@@ -13,6 +13,7 @@ import random
 from typing import Callable
 
 from ...checks import hidden
+from ...config import CourseError
 from ...crashlab.crashpoints import CRASH_NOW, CRASH_POINTS
 from . import hidden_runs
 from .audit import STREAMING_UPDATE, Version
@@ -212,8 +213,22 @@ def _what_it_is(answer: list, versions) -> str:
 # --------------------------------------------------------------------------- exercise 4: predictions
 
 
-def variants_to_run() -> list[str]:
-    """The three variants the lab runs for this kernel (its exercise seed): one of each group of hidden_runs."""
+def variants_to_run(predictions: Callable | None = None) -> list[str]:
+    """The three variants the lab runs for this kernel (its exercise seed): one of each group of hidden_runs.
+
+    ``predictions`` (``lambda: my_picks``): refuse, in one line, until every variant has a prediction, so the
+    matrix is never run (and read) before the guesses are made, and an unfinished lab boots no drivers.
+    """
+    if predictions is not None:
+        try:
+            given = picks(predictions())
+        except NameError:
+            raise CourseError("Make your predictions first: run exercise 4's cell above (it sets my_picks); "
+                              "the matrix runs once every variant has one.") from None
+        missing = [v for v in runnable() if given.get(v, "?") == "?"]
+        if missing:
+            raise CourseError(f"Make your predictions first: my_picks has none for {', '.join(missing)}; "
+                              "the matrix runs once every variant in matrix.runnable() has one.")
     return hidden_runs.drawn_variants(random.Random(hidden.seed_for(f"{LAB}:predictions")))
 
 
