@@ -4,6 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+# Module 10's kernel, "Python 3 (Spark 4.1 + Iceberg)": a venv of its own with pyspark 4.1.3 and its own jars
+# (requirements-iceberg.txt says why; deliverylab/stack/kernels.py)
+ICEBERG_VENV := .venv-iceberg
+ICEBERG_PY := $(ICEBERG_VENV)/bin/python
+ICEBERG_INSTALLED := $(ICEBERG_VENV)/.installed
 NOTEBOOK_DIRS := notebooks labs solutions
 # nbval runs each notebook in a fresh kernel; a cell may wait for a real Spark driver.
 # nbcapture keeps each executed notebook in .state/executed for the browser test.
@@ -34,6 +39,7 @@ AS_A_LEARNER := notebooks/01-three-guarantees.ipynb notebooks/04-at-least-once.i
 UNIT_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -rs
 PIP_INSTALL := PYTHONPATH=. $(PY) -m deliverylab pip install --disable-pip-version-check --no-compile
+ICEBERG_PIP_INSTALL := PYTHONPATH=. $(ICEBERG_PY) -m deliverylab pip install --disable-pip-version-check --no-compile
 
 .PHONY: setup lab update test test-stress test-labs test-cluster test-run-all stop bench doctor clean site
 
@@ -54,9 +60,25 @@ $(INSTALLED): requirements.txt pyproject.toml
 	if [ $$pip -ne 0 ]; then echo "pip could not install requirements.txt (see above)"; exit $$pip; fi; exit $$jars
 	@touch $(INSTALLED)
 
-## setup: venv, Python packages, JVM jars (network needed once; offline afterwards)
-setup: $(INSTALLED)
-	@$(PY) -m deliverylab setup
+# The same steps for module 10's venv: pyspark 4.1.3 first, then its jars (.state/jars/spark41) resolve while pip
+# installs the rest. The venv holds a .gitignore of its own (git ignores it; Python 3.13's venv writes one too).
+$(ICEBERG_INSTALLED): requirements-iceberg.txt pyproject.toml
+	@echo "setting up module 10's kernel, Python 3 (Spark 4.1 + Iceberg) (the first time only, with network): a second venv with pyspark 4.1.3, its JVM jars (Iceberg's runtime among them), then its class archive. Usually 3-10 minutes."
+	@$(PYTHON) -m venv $(ICEBERG_VENV)
+	@echo '*' > $(ICEBERG_VENV)/.gitignore
+	@$(ICEBERG_PIP_INSTALL) --use-pep517 "$$(grep -E '^pyspark==' requirements-iceberg.txt)"
+	@echo "resolving module 10's JVM jars while pip installs its other packages (their lines interleave) ..."
+	@PYTHONPATH=. $(ICEBERG_PY) -m deliverylab setup --jars-only & jars=$$!; \
+	$(ICEBERG_PIP_INSTALL) -r requirements-iceberg.txt && $(ICEBERG_PIP_INSTALL) --no-deps -e .; pip=$$?; \
+	wait $$jars; jars=$$?; \
+	if [ $$pip -ne 0 ]; then echo "pip could not install requirements-iceberg.txt (see above)"; exit $$pip; fi; exit $$jars
+	@touch $(ICEBERG_INSTALLED)
+
+## setup: venv, Python packages, JVM jars (network needed once; offline afterwards); the same for module 10's
+## kernel (a second venv, .venv-iceberg: Spark 4.1 + Iceberg), and that kernel made known to JupyterLab
+setup: $(INSTALLED) $(ICEBERG_INSTALLED)
+	@$(PY) -m deliverylab setup --iceberg-python $(abspath $(ICEBERG_PY))
+	@$(ICEBERG_PY) -m deliverylab setup
 
 ## lab: setup, start the broker, open JupyterLab on lesson 00. Run again while JupyterLab runs, it prints the
 ## address and changes nothing; if JupyterLab cannot start, a broker that this same command started is stopped again
@@ -136,7 +158,8 @@ test-run-all: setup
 	$(PY) -m deliverylab stack up
 	@status=0; $(PYTEST) tests/browser -m run_all || status=1; $(PY) -m deliverylab stack down; exit $$status
 
-## stop: stop JupyterLab and the broker
+## stop: stop JupyterLab (and with it every notebook kernel, module 10's too) and the broker, and any crash-lab
+## driver either kernel left running
 stop:
 	-$(PY) -m deliverylab jupyter stop
 	-$(PY) -m deliverylab stack down
@@ -147,6 +170,7 @@ bench: setup
 	$(PY) -m deliverylab.bench
 	$(PY) -m deliverylab.cluster_bench
 
+## doctor: check Java, memory, ports, the jars, both kernels (the main one and module 10's) and the broker
 doctor: setup
 	$(PY) -m deliverylab doctor
 
@@ -154,6 +178,6 @@ doctor: setup
 site: setup
 	$(PY) -m deliverylab site
 
-## clean: remove the venv and all local state (jars, broker data, lesson tables)
+## clean: remove the venvs (the main one and module 10's) and all local state (jars, broker data, lesson tables)
 clean: stop
-	rm -rf $(VENV) .state
+	rm -rf $(VENV) $(ICEBERG_VENV) .state

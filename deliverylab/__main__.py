@@ -1,10 +1,11 @@
 """``python -m deliverylab <command>``: the course's command line.
 
     setup [--jars-only]         resolve the JVM jars once (needs network once), record the class archive
+    setup --iceberg-python PY   ... and make module 10's kernel (PY: its venv's Python) known to JupyterLab
     pip install ...             pip, saying at least every 10 s what it is doing (make setup's installs)
     stack up|down|status|reset|wipe
     stack up --class class.txt --address A    the class broker: a login per learner, prefixed ACLs (stack/classbroker.py)
-    doctor                      check Java, memory, ports, jars and the broker
+    doctor                      check Java, memory, ports, jars, both kernels and the broker
     jupyter lab|stop            JupyterLab on lesson 00 (127.0.0.1, token on)
     mywork                      bring course updates into your copies of the notebooks (my-work/)
     labs build|check            generate labs from solutions / verify they are in sync
@@ -128,18 +129,22 @@ def _mywork(args) -> int:
 
 
 def _setup(args) -> int:
-    from .stack import classarchive, jars
+    from .stack import classarchive, jars, kernels
 
-    jars.ensure_all()
+    jars.ensure_all()  # this Python's own: the main venv's Spark and broker jars, or module 10's Spark 4.1 jars
     if not args.jars_only:  # the Makefile resolves the jars while pip installs, then records the archive
         classarchive.build()
+    if args.iceberg_python:  # module 10's kernel, into this (the main) venv's Jupyter
+        return 0 if kernels.install_kernelspec(args.iceberg_python) else 1
     return 0
 
 
-#: What `make setup`'s three pip runs install, and how long each usually takes (said before it starts).
+#: What `make setup`'s pip runs install (three per venv), and how long each usually takes (said before it starts).
 PIP_RUNS = (
     ("pyspark==", "installing {spec} (one 450 MB package: Spark's jars inside)",
      "usually 2-5 minutes: the download, then pip packs and unpacks it"),
+    ("requirements-iceberg.txt", "installing module 10's other Python packages (pyiceberg, pyarrow, Delta, the kernel ...)",
+     "about 60 packages: usually 1-3 minutes"),
     ("requirements.txt", "installing the course's other Python packages (JupyterLab, Delta, Kafka, pytest ...)",
      "about 120 packages, 500 MB installed: usually 2-4 minutes"),
     ("-e", "installing the course's own package (deliverylab, editable)", "usually under 20 s"),
@@ -230,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     setup = sub.add_parser("setup", help="resolve the JVM jars into .state/jars (needs network once), "
                                          "then record the class archive")
     setup.add_argument("--jars-only", action="store_true", help="only the jars (they need pyspark, nothing else)")
+    setup.add_argument("--iceberg-python", metavar="PYTHON",
+                       help="module 10's venv's Python: install its kernelspec (deliverylab-iceberg) into this venv")
     setup.set_defaults(fn=_setup)
     stack = sub.add_parser("stack", help="control the local Kafka broker")
     stack.add_argument("action", choices=["up", "down", "status", "reset", "wipe", "kill-broker", "restart-broker"])

@@ -27,14 +27,23 @@ MODULES = {
     "07-what-breaks": "What breaks exactly-once",
     "08-capstone": "Capstone: the guarantee matrix, measured",
     "09-beyond-the-driver": "Failures beyond the driver (on a cluster)",
+    "10-iceberg": "Iceberg under the same crashes",
 }
 
 #: Modules whose notebooks run on the local Spark and Kafka clusters (they start both, and need
 #: about 6 GB): `make test-cluster` runs them; `make test` runs only their unit tests.
 CLUSTER_MODULES = {"09-beyond-the-driver"}
 
+#: Modules whose notebooks run on the second kernel, Spark 4.1 with Iceberg (stack/kernels.py; the venv
+#: .venv-iceberg): no Iceberg runtime for the course's Spark 4.2 is published. Their notebooks name this kernel
+#: in their metadata; every other notebook names the main kernel, "python3".
+ICEBERG_MODULES = {"10-iceberg"}
+ICEBERG_KERNEL = "deliverylab-iceberg"
+ICEBERG_KERNEL_DISPLAY_NAME = "Python 3 (Spark 4.1 + Iceberg)"
+MAIN_KERNEL = "python3"
+
 #: Lessons and labs that need no Spark driver process of their own (the rest crash some).
-WITHOUT_CRASH_LAB = {"00-setup-and-tour", "01-three-guarantees-lab", "09-beyond-the-driver-lab"}
+WITHOUT_CRASH_LAB = {"00-setup-and-tour", "01-three-guarantees-lab", "09-beyond-the-driver-lab", "10-iceberg-lab"}
 
 LAB_SUFFIX = "-lab"
 TEST_PREFIX = "test-"
@@ -79,6 +88,11 @@ def uses_crash_lab(name: str) -> bool:
 def needs_clusters(name: str) -> bool:
     """Does this notebook (a lesson or lab name, or a path) belong to a module that runs on the clusters?"""
     return module_id(Path(str(name)).name) in CLUSTER_MODULES
+
+
+def kernel_name(name: str) -> str:
+    """The Jupyter kernel a notebook (a lesson or lab name, or a path) of this course runs on."""
+    return ICEBERG_KERNEL if module_id(Path(str(name)).name) in ICEBERG_MODULES else MAIN_KERNEL
 
 
 def quiz_bank_path(name: str) -> Path:

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 
 from .config import CourseError, settings
-from .stack import broker, flaky, jars
+from .stack import broker, flaky, jars, kernels
 from .stack.java import (MIN_JAVA, OLDEST_JAVA_25, SUPPORTED_JAVA, java_executable, java_major,
                          parse_java_version, version_text)
 
@@ -106,12 +106,52 @@ def check_ports() -> Finding:
     return Finding("ports", True, f"{', '.join(map(str, ports))} ({owner}){proxy_note}")
 
 
+#: The main kernel's classpaths (module 10's, spark41, is checked with its kernel: check_iceberg_kernel).
+MAIN_CLASSPATHS = (jars.MAIN_SPARK_KIND, "kafka")
+
+
 def check_jars() -> Finding:
-    missing = [kind for kind in jars.CLASSPATHS if not jars.is_resolved(kind)]
+    missing = [kind for kind in MAIN_CLASSPATHS if not jars.is_resolved(kind)]
     if missing:
         return Finding("jars", False, f"not set up: {', '.join(missing)}", "Run `make setup` once (it needs network once).")
-    counts = ", ".join(f"{kind} {len(jars.jars(kind))}" for kind in jars.CLASSPATHS)
+    counts = ", ".join(f"{kind} {len(jars.jars(kind))}" for kind in MAIN_CLASSPATHS)
     return Finding("jars", True, f"cached ({counts} jars)")
+
+
+def check_kernel() -> Finding:
+    """The main kernel (every module but 10): this venv's pyspark, its kernelspec, the jars for that pyspark."""
+    from pathlib import Path
+
+    version, kind = jars.pyspark_version(), jars.spark_kind()
+    spec = Path(sys.prefix) / "share" / "jupyter" / "kernels" / kernels.MAIN_KERNEL / "kernel.json"
+    problems = [p for p, bad in (("pyspark is not installed", version is None),
+                                 (f"no kernelspec {kernels.MAIN_KERNEL} in {sys.prefix}", not spec.exists()),
+                                 (f"the {kind} jars are not resolved", not jars.is_resolved(kind))) if bad]
+    detail = f"{kernels.MAIN_KERNEL} (every module but 10): pyspark {version}, {kind} jars"
+    return Finding("kernel", not problems, "; ".join([detail] + problems), "Run `make setup`." if problems else "")
+
+
+def check_iceberg_kernel() -> Finding:
+    """Module 10's kernel, "Python 3 (Spark 4.1 + Iceberg)": its venv and pyspark, its jars, its kernelspec here.
+
+    A machine without its venv at all (a course image built before module 10) gets a warning, not a failure:
+    every other module runs without it."""
+    python = kernels.iceberg_python()
+    name = f"{kernels.ICEBERG_KERNEL} (module 10, \"{kernels.ICEBERG_DISPLAY_NAME}\")"
+    if not python.exists():
+        return Finding("iceberg", True, f"{name}: warning: not set up ({kernels.ICEBERG_VENV} is missing); "
+                                        "module 10 runs on it: `make setup` builds it")
+    wanted, version = kernels.pinned_pyspark(), kernels.venv_pyspark(python)
+    kind = jars.spark_kind(version or wanted)
+    spec = kernels.installed_kernelspec()
+    problems = [p for p, bad in (
+        (f"its pyspark is {version}, {kernels.ICEBERG_REQUIREMENTS} pins {wanted}", version != wanted),
+        (f"the {kind} jars are not resolved", not jars.is_resolved(kind)),
+        (f"JupyterLab does not know it (no kernelspec in {kernels.main_prefix()})", spec is None),
+        (f"its kernelspec runs {spec['argv'][0] if spec else ''}, not {python}", spec is not None
+         and spec.get("argv", [""])[0] != str(python))) if bad]
+    detail = f"{name}: {kernels.ICEBERG_VENV}, pyspark {version}, {kind} jars"
+    return Finding("iceberg", not problems, "; ".join([detail] + problems), "Run `make setup`." if problems else "")
 
 
 def check_broker() -> Finding:
@@ -160,8 +200,8 @@ def check_user() -> Finding:
     return Finding("user", True, "not root")
 
 
-CHECKS = (check_python, check_java, check_memory, check_disk, check_ports, check_jars, check_broker, check_learner,
-          check_user)
+CHECKS = (check_python, check_java, check_memory, check_disk, check_ports, check_jars, check_kernel, check_iceberg_kernel,
+          check_broker, check_learner, check_user)
 
 
 def run(print_fn=print) -> list[Finding]:

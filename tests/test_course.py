@@ -38,3 +38,25 @@ def test_labs_and_quizzes_are_found_per_module():
     assert course.has_quiz("01-three-guarantees")
     assert course.quiz_bank_path("01-three-guarantees-lab").name == "01-three-guarantees.json"
     assert [p.stem for p in course.lesson_notebooks(settings().root)][:2] == ["00-setup-and-tour", "01-three-guarantees"]
+
+
+def test_module_10_runs_on_the_iceberg_kernel_and_the_rest_on_the_main_one():
+    assert course.MODULES["10-iceberg"] == "Iceberg under the same crashes"
+    assert course.ICEBERG_MODULES <= set(course.MODULES)
+    assert course.kernel_name("labs/10-iceberg-lab.ipynb") == course.kernel_name("10-iceberg") == "deliverylab-iceberg"
+    assert course.kernel_name("notebooks/09-beyond-the-driver.ipynb") == "python3"
+
+
+def test_every_notebook_names_the_kernel_its_module_runs_on():
+    """JupyterLab, nbval and `deliverylab notebooks execute` start the kernel a notebook names in its metadata."""
+    import nbformat
+
+    root = settings().root
+    wrong = []
+    for path in sorted(p for folder in ("notebooks", "labs", "solutions") for p in (root / folder).glob("*.ipynb")):
+        spec = nbformat.read(str(path), as_version=4).metadata.get("kernelspec", {})
+        wanted = course.kernel_name(path.name)
+        display = course.ICEBERG_KERNEL_DISPLAY_NAME if wanted == course.ICEBERG_KERNEL else spec.get("display_name")
+        if (spec.get("name"), spec.get("display_name")) != (wanted, display):
+            wrong.append(f"{path.relative_to(root)} names {spec.get('name')!r}, not {wanted!r}")
+    assert not wrong, wrong

@@ -4,6 +4,7 @@
     broker     the real Kafka broker (KRaft)      kafka     admin client, topics, offsets, groups
     session    the SparkSession of a process       processes child processes: spawn, watch, kill
     jupyter    JupyterLab for `make lab`          runner    execute a notebook, keep checked outputs
+    kernels    the two Jupyter kernels: the main one, and module 10's (Spark 4.1 + Iceberg, .venv-iceberg)
     workcopy   the learner's own copies of the notebooks (my-work/), which course updates never collide with
     nbcapture  a pytest plugin keeping every notebook as nbval executed it, with its timings (nbtimings reads them)
     cputime    CPU seconds of a process tree, orphans included (the test run's phase table)

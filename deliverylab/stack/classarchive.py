@@ -14,6 +14,10 @@ Two limits of the JDK shape this file:
 * an archive belongs to one JDK and one class path. Its file name carries a digest of
   both (and of :data:`RECORDING`), so a changed JDK or jar set, or a changed recording,
   gets a new archive from the next setup, and until then Spark starts without one.
+
+Module 10's kernel (Spark 4.1 + Iceberg, jars.spark_kind ``spark41``) has an archive of its own,
+``spark41-classes-<digest>.jsa``, recorded by setup run with that venv's Python; its recording also
+writes and reads an Iceberg table (in a scratch warehouse) and streams into one.
 """
 from __future__ import annotations
 
@@ -56,6 +60,29 @@ jvm.wait()
 """
 
 
+#: What module 10's kernel records besides (before the JVM stops): an Iceberg table written, read, its snapshots
+#: listed, and a stream into it, in a scratch warehouse (the catalog reads its warehouse when first used).
+ICEBERG_RECORDING = """
+spark.conf.set("spark.sql.catalog.iceberg.warehouse", scratch + "/iceberg")
+spark.sql("CREATE TABLE iceberg.archive.orders (order_id STRING, amount DECIMAL(10,2)) USING iceberg")
+rows.writeTo("iceberg.archive.orders").append()
+spark.table("iceberg.archive.orders").count()
+spark.sql("SELECT count(*) FROM iceberg.archive.orders.snapshots").collect()
+(source.selectExpr("'x' AS order_id", "CAST(1 AS DECIMAL(10,2)) AS amount").writeStream.format("iceberg")
+ .trigger(availableNow=True).option("checkpointLocation", scratch + "/iceberg-checkpoint")
+ .toTable("iceberg.archive.orders").awaitTermination())
+"""
+STOP_LINE = "jvm = SparkContext._gateway.proc"
+
+
+def recording() -> str:
+    """The recording this Python's kernel runs: RECORDING, with ICEBERG_RECORDING before the JVM stops under
+    module 10's kernel."""
+    if jars.spark_kind() == jars.MAIN_SPARK_KIND:
+        return RECORDING
+    return RECORDING.replace(STOP_LINE, ICEBERG_RECORDING.lstrip("\n") + STOP_LINE)
+
+
 #: The recording takes about 30 s on two cores; one that takes this long is given up.
 RECORDING_TIMEOUT_S = 600
 
@@ -65,8 +92,9 @@ def path() -> Path:
     output = version_text(java_executable())
     # the JDK's version and build; not the VM line, whose mode changes with JIT options
     version = "\n".join(line for line in output.splitlines() if "version" in line or "Runtime Environment" in line)
-    digest = hashlib.sha256((version + jars.stamp("spark") + RECORDING).encode()).hexdigest()[:12]
-    return settings().jars / f"spark-classes-{digest}.jsa"
+    kind = jars.spark_kind()  # the main kernel's jars, or module 10's
+    digest = hashlib.sha256((version + jars.stamp(kind) + recording()).encode()).hexdigest()[:12]
+    return settings().jars / f"{kind}-classes-{digest}.jsa"
 
 
 def build(log=print) -> Path | None:
@@ -74,7 +102,7 @@ def build(log=print) -> Path | None:
     archive = path()
     if archive.exists():
         return archive
-    for old in settings().jars.glob("spark-classes-*.jsa"):
+    for old in settings().jars.glob(f"{jars.spark_kind()}-classes-*.jsa"):  # this kernel's older archives only
         old.unlink()
     scratch = tempfile.mkdtemp(prefix="class-archive-", dir=settings().state)
     options = " ".join((path_option("-Dderby.system.home", settings().state / "derby"), QUICK_JIT,
@@ -110,6 +138,8 @@ def recording_step(scratch: Path, archive: Path) -> str:
     """How far the recording got, read from what it has written so far (RECORDING's folders, the archive)."""
     if archive.exists():
         return f"step 5 of 5: the JVM writes the archive ({archive.stat().st_size / 1e6:.0f} MB so far)"
+    if (scratch / "iceberg").exists():  # module 10's kernel only (ICEBERG_RECORDING)
+        return "step 5 of 5: the stream is done; an Iceberg table and a stream into it, then the archive"
     if (scratch / "stream" / "_delta_log").exists():
         return "step 5 of 5: the stream is done; the JVM stops and writes the archive"
     if (scratch / "checkpoint").exists():
@@ -126,7 +156,7 @@ def _record(options: str, scratch: str, bootstrap: str, topic: str, archive: Pat
     from .heartbeat import Step
 
     output = Path(scratch) / "recording.log"
-    cmd = [sys.executable, "-c", RECORDING, options, scratch, bootstrap, topic]
+    cmd = [sys.executable, "-c", recording(), options, scratch, bootstrap, topic]
     with Step("recording Spark's classes, so that every later Spark start is quicker", RECORDING_ESTIMATE,
               detail=lambda: recording_step(Path(scratch), archive), log=log) as step, open(output, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)

@@ -1,9 +1,13 @@
 """Resolving the course's JVM jars once, into a project-local cache, so lessons run offline.
 
-Two classpaths, kept apart because their libraries clash:
+Classpaths, kept apart because their libraries clash:
 
 * ``.state/jars/spark``: the Kafka connector and Delta, plus the crash lab's small Java
   hook (compiled here from ``deliverylab/crashlab/java``), handed to Spark through ``spark.jars``;
+* ``.state/jars/spark41``: the same for module 10's kernel (``.venv-iceberg``, pyspark 4.1.3, see
+  requirements-iceberg.txt), plus Iceberg's Spark runtime; its crash hook is compiled against
+  pyspark 4.1.3's jars. Which of the two a Python uses follows from its pyspark (:func:`spark_kind`),
+  and each is resolved by setup run with that venv's Python;
 * ``.state/jars/kafka``: the Apache Kafka broker and a log4j binding;
 
 and, in a folder of its own (only the class broker loads it), the class broker's topic policy, compiled
@@ -15,6 +19,7 @@ records what was resolved, so running setup again is quick and needs no network.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shutil
@@ -28,8 +33,14 @@ from .java import java_executable, require_java
 IVY_DIR = Path(__file__).resolve().parent / "ivy"
 CLASSPATHS = {
     "spark": IVY_DIR / "spark-connectors.ivy.xml",
+    "spark41": IVY_DIR / "spark41-connectors.ivy.xml",
     "kafka": IVY_DIR / "kafka-broker.ivy.xml",
 }
+#: The Spark classpath for each pyspark minor version the course runs: the main kernel's (Spark 4.2), and
+#: module 10's kernel (Spark 4.1 + Iceberg). Any other pyspark gets the main kernel's.
+ICEBERG_SPARK_KIND = "spark41"
+SPARK_KINDS = {"4.1": ICEBERG_SPARK_KIND}
+MAIN_SPARK_KIND = "spark"
 #: Java sources compiled into the spark classpath: the crash lab's hook (a data path, not an import).
 CRASH_HOOK_SOURCES = Path(__file__).resolve().parent.parent / "crashlab" / "java"
 CRASH_HOOK_JAR = "deliverylab-crash-hook.jar"
@@ -49,6 +60,30 @@ def pyspark_jars_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]).resolve() / "jars"
 
 
+@functools.lru_cache(maxsize=1)
+def pyspark_version() -> str | None:
+    """The installed pyspark's version, read from its metadata without importing it (None if absent); read once
+    per process (every Spark start and class archive path asks)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pyspark")
+    except PackageNotFoundError:
+        return None
+
+
+def spark_kind(pyspark: str | None = None) -> str:
+    """The classpath (a key of CLASSPATHS) for a pyspark version, by default the one this Python runs:
+    "spark41" under module 10's kernel (pyspark 4.1.x), "spark" otherwise."""
+    version = pyspark if pyspark is not None else pyspark_version()
+    return SPARK_KINDS.get(".".join((version or "").split(".")[:2]), MAIN_SPARK_KIND)
+
+
+def is_spark_kind(kind: str) -> bool:
+    """Is ``kind`` a classpath for Spark (with the crash hook), not the broker's?"""
+    return kind == MAIN_SPARK_KIND or kind in SPARK_KINDS.values()
+
+
 def _ivy_jar() -> Path:
     jars = sorted(pyspark_jars_dir().glob("ivy-*.jar"))
     if not jars:
@@ -64,7 +99,7 @@ def artifact_name(jar_file: str) -> str:
 
 def stamp(kind: str) -> str:
     digest = hashlib.sha256(CLASSPATHS[kind].read_bytes())
-    if kind == "spark":
+    if is_spark_kind(kind):
         for src in sorted(CRASH_HOOK_SOURCES.rglob("*.java")):
             digest.update(src.read_bytes())
     return digest.hexdigest()[:16]
@@ -108,7 +143,7 @@ def _resolve_with_ivy(ivy_file: Path, target: Path, log) -> None:
 #: How long a resolution takes, said before it starts (the time is mostly Maven Central's answers).
 IVY_ESTIMATE = "about {mb} MB from Maven Central: usually a minute or two, seconds once in Ivy's cache"
 #: What each classpath downloads the first time (MB), for the estimate.
-IVY_DOWNLOAD_MB = {"spark": 105, "kafka": 45}
+IVY_DOWNLOAD_MB = {"spark": 105, "spark41": 150, "kafka": 45}
 
 
 def _ivy_with_progress(cmd: list[str], ivy_file: Path, log) -> subprocess.CompletedProcess:
@@ -199,8 +234,11 @@ def ensure(kind: str, log=print) -> Path:
     """Resolve one classpath if it is missing or out of date. Returns its folder."""
     folder = classpath_dir(kind)
     if not is_resolved(kind):
+        if is_spark_kind(kind) and kind != spark_kind():  # its crash hook and pyspark's own jars are this Python's
+            raise CourseError(f"The {kind} jars go with another pyspark than this Python's ({pyspark_version()}): "
+                              f"resolve them with that venv's Python (`make setup` does).")
         _resolve_with_ivy(CLASSPATHS[kind], folder, log)
-        if kind == "spark":
+        if is_spark_kind(kind):
             _drop_jars_pyspark_ships(folder)
             _build_crash_hook(folder, log)
         (folder / ".resolved").write_text(stamp(kind) + "\n")
@@ -211,13 +249,18 @@ def ensure(kind: str, log=print) -> Path:
 
 
 def ensure_all(log=print) -> None:
-    """Resolve both classpaths side by side (each Ivy run mostly waits on the network)."""
+    """Resolve this Python's Spark classpath and, in the main venv, the broker's, side by side (each Ivy run
+    mostly waits on the network). Module 10's venv resolves its Spark classpath only: the broker is the main venv's."""
     from concurrent.futures import ThreadPoolExecutor
 
     settings().state.mkdir(parents=True, exist_ok=True)
+    kind = spark_kind()
+    if kind != MAIN_SPARK_KIND:
+        ensure(kind, log)
+        return
     with ThreadPoolExecutor(max_workers=1) as pool:
         kafka_jars = pool.submit(ensure, "kafka", log)
-        ensure("spark", log)
+        ensure(kind, log)
         kafka_jars.result()
 
 

@@ -7,6 +7,10 @@ parent: when the kernel that started it goes away, it ends too (:class:`ParentWa
 nothing is left running after JupyterLab or a test run stops. ``python -m deliverylab stack
 down`` stops any that are left anyway (:func:`stop_course_processes`).
 
+A child runs the Python of the process that starts it (``sys.executable``): the drivers of a module 10
+notebook run module 10's venv (``.venv-iceberg``, kernels.py) and build its Spark 4.1 session with Iceberg.
+``stack down`` and ``stack status`` find them by their command line, whichever venv they run.
+
 Their event logs are JSON lines; a SIGKILL can cut the last line short, so readers skip it.
 """
 from __future__ import annotations

@@ -3,13 +3,16 @@
 ``python -m deliverylab notebooks execute notebooks/00-setup-and-tour.ipynb`` runs the
 notebook in a fresh kernel, then keeps the outputs of checked cells only (tag
 ``nbval-check-output`` or a ``# NBVAL_CHECK_OUTPUT`` line) and clears every other output,
-so stored notebooks stay small and no output is ever typed by hand.
+so stored notebooks stay small and no output is ever typed by hand. The kernel is the one the notebook
+names in its metadata, as in JupyterLab and under nbval: module 10's run on Spark 4.1 with Iceberg
+(kernels.py), every other on the main kernel.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..config import CourseError
+from .kernels import notebook_kernel
 
 CHECK_TAG = "nbval-check-output"
 #: The metadata key that marks a status line's output (deliverylab/statusline.py): it says what a cell
@@ -73,7 +76,7 @@ def run(path: str, timeout_s: int = 900, after=None):
     with tempfile.TemporaryDirectory(prefix="deliverylab-kernel-") as sockets:
         # the kernel talks over Unix sockets in a folder of this user's, not TCP ports anyone on the
         # machine can reach (ipykernel warns about unencrypted TCP for every kernel started that way)
-        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
+        km = KernelManager(kernel_name=notebook_kernel(nb), transport="ipc", ip=str(Path(sockets) / "kernel"))
         client = NotebookClient(nb, km=km, timeout=timeout_s, allow_errors=True,
                                 resources={"metadata": {"path": str(Path(path).parent)}})
         try:

@@ -42,6 +42,13 @@ production job). Results are the same; a fresh driver's recovery and first batch
 A Spark start takes seconds on a quiet machine and up to a minute on a busy one, so ``get_spark``
 says what it is doing through ``progress`` (a notebook's status line passes one: statusline.py) with
 how long the last start took on this machine (:func:`start_estimate`, kept in ``.state/logs``).
+
+Under module 10's kernel (``.venv-iceberg``, pyspark 4.1.3: stack/kernels.py) the session takes that
+venv's own jars (jars.spark_kind: ``spark41``, with Iceberg's runtime) and class archive, and adds
+Iceberg: its SQL extensions after Delta's, and the course's catalog ``iceberg`` (:func:`iceberg_conf`),
+a Hadoop catalog whose warehouse is the learner's lessons folder. Delta stays on
+Spark's own catalog, as in every other module. Crash-lab drivers started from that kernel run its
+Python, so they build the same session.
 """
 from __future__ import annotations
 
@@ -68,9 +75,48 @@ SHUFFLE_PARTITIONS = "1"
 #: Queries run interpreted, with no Java source generated and compiled per query (see above).
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
+DELTA_EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
+#: Module 10's kernel: Iceberg's SQL extensions (CALL, ALTER TABLE ... WRITE ORDERED BY, ...) and its catalog's name.
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+ICEBERG_CATALOG = "iceberg"
+
+
+def iceberg_warehouse(s=None) -> Path:
+    """Module 10's Iceberg warehouse: the learner's lessons folder (``.state/lessons/<learner>``). A Hadoop
+    catalog's namespaces are folders, so a lesson's table folder (``lesson.table(name)``:
+    ``<lesson>/tables/<name>``) is the catalog's table ``iceberg.`<lesson>`.tables.<name>``, and setting a lesson
+    up again or resetting it deletes its Iceberg tables with the rest of its folder."""
+    s = s or settings()
+    return s.lessons_dir / s.learner
+
+
+def iceberg_conf(s=None) -> dict[str, str]:
+    """The course's Iceberg catalog ``iceberg``: Iceberg's Spark catalog over a Hadoop catalog (tables as folders
+    of metadata and data files, no catalog service) in the learner's warehouse.
+
+    Its table cache is off. With the cache on (Iceberg's default), the catalog hands out the table it loaded
+    first and does not read the table's metadata again until nobody has used the entry for 30 s: a notebook that
+    reads a table every few seconds goes on counting what it saw first while a crash-lab driver (another JVM)
+    commits new snapshots to it. With the cache off, each read loads the table's current metadata. Writes are
+    not affected either way: a commit reads the newest metadata before it applies."""
+    prefix = f"spark.sql.catalog.{ICEBERG_CATALOG}"
+    return {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "hadoop",
+        f"{prefix}.warehouse": str(iceberg_warehouse(s)),
+        f"{prefix}.cache-enabled": "false",
+    }
+
+
+def with_iceberg() -> bool:
+    """Does this Python's Spark session carry Iceberg (module 10's kernel, the spark41 jars)?"""
+    return jars.spark_kind() == jars.ICEBERG_SPARK_KIND
+
 
 def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | None = None) -> dict[str, str]:
     s = settings()
+    kind = jars.spark_kind()  # the main kernel's jars, or module 10's (Spark 4.1 + Iceberg)
+    iceberg = kind == jars.ICEBERG_SPARK_KIND
     conf = {
         # local[2] unless DELIVERYLAB_SPARK_MASTER names a cluster (config.py, stack/cluster.py)
         "spark.master": s.spark_master,
@@ -81,8 +127,8 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         "spark.driver.memory": "1g",
         "spark.driver.host": HOST,
         "spark.driver.bindAddress": HOST,
-        "spark.driver.extraClassPath": os.pathsep.join(str(p) for p in jars.jars("spark")),  # see above
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.driver.extraClassPath": os.pathsep.join(str(p) for p in jars.jars(kind)),  # see above
+        "spark.sql.extensions": DELTA_EXTENSIONS + (f",{ICEBERG_EXTENSIONS}" if iceberg else ""),
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.warehouse.dir": str(s.state / "warehouse"),
         "spark.driver.extraJavaOptions": f"{path_option('-Dderby.system.home', s.state / 'derby')} {QUICK_JIT}",
@@ -95,12 +141,13 @@ def spark_conf(app_name: str = "exactly-once-for-real", extra: dict[str, str] | 
         # lesson 05's VACUUM of a table of ten files took 33 s on two cores, 10000 empty tasks
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": LISTING_PARALLELISM,
         **INTERPRETED,
+        **(iceberg_conf(s) if iceberg else {}),
     }
     if s.on_cluster:  # executors of their own: one small executor per application (see stack/cluster.py)
         from .cluster import app_conf
 
         conf.update(app_conf())
-        conf["spark.jars"] = ",".join(str(p) for p in jars.jars("spark"))  # the executors' copy
+        conf["spark.jars"] = ",".join(str(p) for p in jars.jars(kind))  # the executors' copy
     archive = classarchive.path()
     if archive.exists():
         conf["spark.driver.extraJavaOptions"] += " " + path_option("-XX:SharedArchiveFile", archive)
@@ -116,17 +163,23 @@ STARTS_FILE = "spark-starts.json"
 FIRST_START_ESTIMATE = "about 15 s on a quiet machine, up to a minute on a busy one"
 
 
+def _starts_file() -> Path:
+    """The last start's length, one file per kernel kind (module 10's JVM loads more classes)."""
+    kind = jars.spark_kind()
+    return settings().state / "logs" / (STARTS_FILE if kind == jars.MAIN_SPARK_KIND else f"{kind}-{STARTS_FILE}")
+
+
 def start_estimate() -> str:
     """How long a Spark start takes here: the last start's seconds, or the usual figure."""
     try:
-        last = json.loads((settings().state / "logs" / STARTS_FILE).read_text())["last_s"]
+        last = json.loads(_starts_file().read_text())["last_s"]
     except (OSError, ValueError, KeyError, TypeError):
         return FIRST_START_ESTIMATE
     return f"the last start here took {last:.0f} s"
 
 
 def _record_start(seconds: float) -> None:
-    path = settings().state / "logs" / STARTS_FILE
+    path = _starts_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"last_s": round(seconds, 1)}) + "\n")
@@ -156,7 +209,8 @@ def get_spark(app_name: str = "exactly-once-for-real", extra_conf: dict[str, str
         return _session
     say = progress or (lambda text: None)
     started = time.monotonic()
-    say(f"starting Spark's JVM with Spark, Delta and Kafka ({start_estimate()})")
+    parts = "Spark 4.1, Delta, Iceberg and Kafka" if with_iceberg() else "Spark, Delta and Kafka"
+    say(f"starting Spark's JVM with {parts} ({start_estimate()})")
     require_java()
     from .cluster import require_master
 
@@ -183,7 +237,10 @@ def get_spark(app_name: str = "exactly-once-for-real", extra_conf: dict[str, str
                 raise CourseError(f"Spark's JVM did not start ({error}). The end of its log "
                                   f"({log}):\n{tail}") from None
         SparkContext._ensure_initialized(gateway=gateway)
-    say("creating the SparkSession in the JVM (Spark's context, Delta's SQL extension)")
+    if with_iceberg():  # a Hadoop catalog cannot list the namespaces of a warehouse that does not exist yet
+        iceberg_warehouse().mkdir(parents=True, exist_ok=True)
+    say("creating the SparkSession in the JVM (Spark's context, " +
+        ("Delta's and Iceberg's SQL extensions)" if with_iceberg() else "Delta's SQL extension)"))
     _session = SparkSession.builder.config(conf=conf).getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
     foreachbatch.install()  # a foreachBatch query stopped mid-batch ends quietly (see foreachbatch.py)

@@ -16,6 +16,8 @@ stderr box, or a button that fails after Run All. This test can:
   JupyterLab for all of them, opened one after the other from its File menu, not waiting
   for their kernels, since they show stored outputs). So
   each new module is checked in the browser the day it lands, without running it twice.
+* **Module 10's kernel**: lesson 10, its lab and its solution open on the second kernel, and the
+  notebook's toolbar says so: "Python 3 (Spark 4.1 + Iceberg)" (course.ICEBERG_MODULES).
 
 Screenshots of failures go to ``.state/browser/`` and are named in the failure message.
 """
@@ -293,6 +295,31 @@ def test_every_notebook_shows_what_it_promises(executed_server, executed_page, s
     nb = NotebookPage(executed_page, executed_server, relative, code_cell_count(ROOT / relative),
                       wait_for_kernel=False, in_open_lab=True)
     assert_what_a_learner_sees(nb, source, "executed")
+
+
+def iceberg_notebooks() -> list:
+    """Lesson, solution and lab of each module on the Iceberg kernel; one not written yet is skipped, saying so."""
+    wanted = [f"{folder}/{module}{suffix}.ipynb" for module in sorted(course.ICEBERG_MODULES)
+              for folder, suffix in (("notebooks", ""), ("solutions", course.LAB_SUFFIX), ("labs", course.LAB_SUFFIX))]
+    return [pytest.param(relative, marks=pytest.mark.skipif(
+        not (ROOT / relative).exists(), reason=f"{relative} is not written yet (module 10 is being built)"))
+        for relative in wanted]
+
+
+@pytest.mark.parametrize("relative", iceberg_notebooks())
+def test_module_10_opens_on_its_own_kernel(executed_server, executed_page, relative):
+    copy = executed_dir() / relative
+    assert copy.exists(), f"{relative} was not executed in this run: run nbval on it first"
+    assert copy.stat().st_mtime >= (ROOT / relative).stat().st_mtime, f"{relative} changed after its last nbval run"
+    nb = NotebookPage(executed_page, executed_server, relative, code_cell_count(ROOT / relative),
+                      wait_for_kernel=False, in_open_lab=True)
+    shown = executed_page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-KernelName")
+    try:  # the toolbar names the kernel once JupyterLab has started the one the notebook asks for
+        shown.filter(has_text=course.ICEBERG_KERNEL_DISPLAY_NAME).first.wait_for(timeout=120_000)
+    except Exception as error:  # noqa: BLE001 - Playwright's timeout, said with what the toolbar shows
+        named = shown.first.inner_text() if shown.count() else "no kernel"
+        raise AssertionError(f"{relative} shows the kernel {named!r}, not {course.ICEBERG_KERNEL_DISPLAY_NAME!r} "
+                             f"(screenshot: {nb.screenshot('kernel')})") from error
 
 
 def test_every_module_lesson_is_checked():

@@ -2,9 +2,10 @@
 in and nothing of the learner's run is lost (stack/workcopy.py), and the command says what it replaced and kept.
 
 The clone is of a repository made from this working tree (its tracked files and new ones), so the Makefile and
-the code under test are the ones here. It uses this project's venv (``PY=``) and resolved jars
-(``DELIVERYLAB_JARS``, through links), and a stamp of its own for ``$(INSTALLED)``, so `make update`'s setup step
-runs for real and finds everything in place: no network, no pip, nothing of this project's venv touched.
+the code under test are the ones here. It uses this project's venvs (``PY=``, and module 10's ``ICEBERG_PY=``) and
+resolved jars (``DELIVERYLAB_JARS``, through links), and stamps of its own for ``$(INSTALLED)`` and
+``$(ICEBERG_INSTALLED)``, so `make update`'s setup step runs for real and finds everything in place: no network, no
+pip, nothing of this project's venvs touched.
 """
 from __future__ import annotations
 
@@ -45,18 +46,21 @@ def jars_here(folder: Path) -> None:
     """This project's resolved jars and class archives, linked into ``folder`` (DELIVERYLAB_JARS)."""
     real = ROOT / ".state" / "jars"
     folder.mkdir()
-    for kind in ("spark", "kafka"):
+    for kind in ("spark", "spark41", "kafka"):
         if not (real / kind / ".resolved").exists():
             pytest.skip(f"the {kind} jars are not resolved here: `make setup` resolves them")
         (folder / kind).symlink_to(real / kind)
-    for archive in real.glob("spark-classes-*.jsa"):
+    for archive in [*real.glob("spark-classes-*.jsa"), *real.glob("spark41-classes-*.jsa")]:
         (folder / archive.name).symlink_to(archive)
+
+
+ICEBERG_PY = ROOT / ".venv-iceberg" / "bin" / "python"
 
 
 def make_update(clone: Path, stamp: Path, env: dict) -> subprocess.CompletedProcess:
     stamp.touch()  # $(INSTALLED): newer than requirements.txt and pyproject.toml, so the venv counts as installed
-    return subprocess.run(["make", "--no-print-directory", "update", f"INSTALLED={stamp}",
-                           f"PY={ROOT / '.venv' / 'bin' / 'python'}"], cwd=clone, env=env,
+    return subprocess.run(["make", "--no-print-directory", "update", f"INSTALLED={stamp}", f"ICEBERG_INSTALLED={stamp}",
+                           f"PY={ROOT / '.venv' / 'bin' / 'python'}", f"ICEBERG_PY={ICEBERG_PY}"], cwd=clone, env=env,
                           capture_output=True, text=True, timeout=900)
 
 
@@ -91,6 +95,12 @@ def test_make_update_keeps_the_outputs_of_a_copy_that_was_run_and_not_edited(tmp
                              cwd=clone, env=env, capture_output=True, text=True, check=True).stdout.strip()
     if not Path(archive).exists():
         pytest.skip("no class archive for this JDK and these jars here: `make setup` records it")
+    if not ICEBERG_PY.exists():
+        pytest.skip("module 10's venv (.venv-iceberg) is not set up here: `make setup` builds it")
+    archive = subprocess.run([str(ICEBERG_PY), "-c", "from deliverylab.stack import classarchive; print(classarchive.path())"],
+                             cwd=clone, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    if not Path(archive).exists():
+        pytest.skip("no class archive of module 10's kernel here: `make setup` records it")
     subprocess.run([python, "-m", "deliverylab", "mywork"], cwd=clone, env=env, check=True, capture_output=True)
     copy = clone / "my-work" / LESSON
     cells = run_without_editing(copy)
