@@ -61,6 +61,9 @@ Each module's own helpers (modules/)
     modules/m09/ clusters (the kernel onto both clusters), executors (an executor killed mid-task, the
                  notification Outbox), leaders (a partition leader killed mid-stream, acks and
                  min.insync.replicas), lab (checks)
+    modules/m10/ tables (an Iceberg table read from its folder without a JVM: snapshots, ancestors,
+                 stamps, rows), runs (the lesson's crashes and replays, expiry, the catalog-cache trap),
+                 scenarios, hidden_runs, lab (checks: a foreachBatch writer, an expiry plan)
 
 Workshops, and the course to read without running (workshop/)
     workshop/    events (results to each learner's board topic), feed (reading it), presence (hello, twin ids),

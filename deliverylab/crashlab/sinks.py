@@ -15,14 +15,18 @@ reader sees (``files``: leftovers of attempts that never committed).
     sqlite-log   a SQLite table with no key, plus a table of       committed rows, duplicates included
                  processed batch ids (a "control table")
     two-phase    a folder: staging/ then published/, per epoch    published epochs only (twophase.py)
+    iceberg      an Iceberg table in the course's catalog          files the current snapshot lists
+                 (the Iceberg kernel only; module 10)              (read with pyiceberg, no JVM)
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import ClassVar
 
 from .. import checkpoint, deltalog, ledger
 from ..orders import ORDER_SCHEMA
+from ..stack.session import ICEBERG_CATALOG  # the course's Iceberg catalog (the Iceberg kernel only)
 
 
 class Sink:
@@ -272,8 +276,125 @@ class MemoryTable(Sink):
         return {"committed": None, "leftovers": [], "note": "a memory table is never on disk"}
 
 
+# --------------------------------------------------------------------------- Iceberg (module 10)
+#: ``metadata/v<N>.metadata.json`` (``v<N>.gz.metadata.json`` when the table compresses its metadata).
+_ICEBERG_METADATA = re.compile(r"^v(\d+)(?:\.[a-z0-9]+)?\.metadata\.json$")
+
+
+def iceberg_metadata_file(table: str | Path) -> Path | None:
+    """The newest ``metadata/v<N>.metadata.json`` of the Iceberg table in folder ``table`` (None: no table yet).
+
+    Found by listing the folder, never from ``version-hint.text`` alone: the Hadoop catalog rewrites that
+    hint after each commit (delete, then rename), so for an instant, or after a SIGKILL, it is missing or one
+    version behind (Iceberg's Java reader reads the hint, then looks for newer versions; pyiceberg trusts it).
+    Each ``v<N>`` arrives whole, by a rename."""
+    folder = Path(table) / "metadata"
+    if not folder.is_dir():
+        return None
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _ICEBERG_METADATA.match(p.name))]
+    return max(found)[1] if found else None
+
+
+def iceberg_identifier(table: str | Path, spark=None) -> str:
+    """The course catalog's name for the table in folder ``table``: ``iceberg.`a`.`b`.`name```, the folders
+    under the catalog's warehouse (a Hadoop catalog's namespaces are folders)."""
+    from ..config import CourseError
+
+    key = f"spark.sql.catalog.{ICEBERG_CATALOG}.warehouse"
+    warehouse = (spark or _active_spark()).conf.get(key, None)
+    if not warehouse:
+        raise CourseError(f"This Spark session has no Iceberg catalog ({key} is unset): module 10 runs on the "
+                          "kernel \"Python 3 (Spark 4.1 + Iceberg)\"; pick it under Kernel > Change Kernel.")
+    root = Path(warehouse.removeprefix("file://").removeprefix("file:")).resolve()
+    try:
+        parts = Path(table).resolve().relative_to(root).parts
+    except ValueError:
+        raise CourseError(f"{table} is not under the Iceberg catalog's warehouse {root}.") from None
+    return ".".join([ICEBERG_CATALOG] + [f"`{p}`" for p in parts])
+
+
+def _active_spark():
+    from ..stack.session import get_spark
+
+    return get_spark()
+
+
+def open_iceberg(table: str | Path):
+    """A pyiceberg ``StaticTable`` of the newest metadata of the table in folder ``table`` (no JVM)."""
+    from ..config import CourseError
+
+    try:
+        from pyiceberg.table import StaticTable
+    except ImportError:
+        raise CourseError("Reading an Iceberg table without Spark needs pyiceberg, which the Iceberg kernel "
+                          "(\"Python 3 (Spark 4.1 + Iceberg)\") has.") from None
+    metadata = iceberg_metadata_file(table)
+    if metadata is None:
+        raise CourseError(f"no Iceberg table at {table} (no metadata/v<N>.metadata.json). Run the pipeline first.")
+    return StaticTable.from_metadata(str(metadata))
+
+
+def read_iceberg(table: str | Path) -> list[tuple]:
+    """``(order_id, amount)`` of every row the current snapshot of the Iceberg table in ``table`` holds."""
+    scan = open_iceberg(table).scan(selected_fields=("order_id", "amount")).to_arrow()
+    return ledger.normalise_rows(zip(scan.column("order_id").to_pylist(), scan.column("amount").to_pylist()),
+                                 f"Iceberg table {table}")
+
+
+def _table_relative(table: str | Path, path: str) -> str:
+    """A file path from Iceberg's manifests (``file:/abs/...``) relative to the table's folder."""
+    absolute = Path(path.removeprefix("file://").removeprefix("file:"))
+    try:
+        return absolute.resolve().relative_to(Path(table).resolve()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+class IcebergTable(Sink):
+    """An Iceberg table of the course's catalog, in its own folder (``metadata/`` and ``data/``)."""
+
+    kind = "iceberg"
+    reads_without_spark = True  # pyiceberg reads it (in the Iceberg kernel)
+
+    def prepare(self, spark, table_first: bool = False) -> None:  # always: a streaming write needs the table
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {iceberg_identifier(self.location, spark)} ({ORDER_SCHEMA}) "
+                  "USING iceberg TBLPROPERTIES ('format-version' = '2')")
+
+    def exists(self) -> bool:
+        return iceberg_metadata_file(self.location) is not None
+
+    def rows(self, spark=None) -> list[tuple]:
+        return read_iceberg(self.location) if self.exists() else []
+
+    def files(self) -> dict:
+        data = Path(self.location) / "data"
+        on_disk = {p.relative_to(self.location).as_posix() for p in data.rglob("*.parquet")
+                   if not p.name.startswith(".")} if data.is_dir() else set()
+        listed = set()
+        if self.exists():
+            for path in open_iceberg(self.location).inspect.all_files().column("file_path").to_pylist():
+                listed.add(_table_relative(self.location, path))
+        left = sorted(on_disk - listed)
+        return {"committed": len(on_disk & listed), "leftovers": left,
+                "note": "in no snapshot's manifests: no Iceberg reader sees them" if left else ""}
+
+    def log_view(self) -> tuple[str, str] | None:
+        from .. import inspector
+
+        if not self.exists():
+            return None
+        rows = [{"n": n, "operation": s.summary.operation.value,
+                 "epoch": s.summary.get("spark.sql.streaming.epochId"),
+                 "added": s.summary.get("added-records", "0"), "total": s.summary.get("total-records")}
+                for n, s in enumerate(open_iceberg(self.location).snapshots(), start=1)]
+        return "iceberg snapshots", inspector.text_table(
+            rows, [("n", "#"), ("operation", "operation"), ("epoch", "epochId"), ("added", "rows added"),
+                   ("total", "rows in table")], numeric=("n", "added", "total"))
+
+
 SINKS: dict[str, type[Sink]] = {cls.kind: cls for cls in (ParquetFolder, FileSinkFolder, DeltaTable, SQLiteTable,
-                                                           KafkaTopic, MemoryTable, SQLiteLog, TwoPhaseFolder)}
+                                                           KafkaTopic, MemoryTable, SQLiteLog, TwoPhaseFolder,
+                                                           IcebergTable)}
 
 
 def sink(kind: str, location: str, bootstrap: str) -> Sink:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..config import CourseError
 from ..course import did_you_mean
 from ..orders import ORDER_SCHEMA
+from ..stack.session import with_iceberg
 from .crashpoints import crash_here  # variants with crash points of their own call it in their batch function
 
 ORDER_COLUMNS = ["order_id", "customer_id", "amount", "status", "event_time"]
@@ -26,6 +27,11 @@ class Outputs:
     bootstrap: str     # the Kafka broker
     app_id: str        # a stable id for idempotent writers (Delta txnAppId)
     options: dict = field(default_factory=dict)  # a lesson's settings for a variant (Pipeline(options=...))
+
+    @property
+    def iceberg_table(self) -> str:  # module 10: the course catalog's name for the Iceberg table in folder `sink`
+        from .sinks import iceberg_identifier
+        return iceberg_identifier(self.sink)
 
     @property
     def login_options(self) -> dict:
@@ -332,6 +338,50 @@ def notify_once(orders, out: Outputs):
     return orders.writeStream.foreachBatch(write).option("checkpointLocation", out.checkpoint).start()
 
 
+# ------------------- module 10: Iceberg (the Iceberg kernel only); the sink is a table of the course's catalog
+def iceberg_sink(orders, out: Outputs):
+    """Iceberg's streaming sink: each batch is one commit whose snapshot summary names the query and the batch."""
+    return (orders.writeStream.format("iceberg").outputMode("append")
+            .option("checkpointLocation", out.checkpoint).toTable(out.iceberg_table))
+
+
+def iceberg_append(orders, out: Outputs):
+    """foreachBatch with a plain append: nothing in the table says which batch a commit was."""
+    table = out.iceberg_table
+    def append(batch, batch_id):
+        batch.writeTo(table).append()  # a replay of batch_id appends it again
+
+    return orders.writeStream.foreachBatch(append).option("checkpointLocation", out.checkpoint).start()
+
+
+def iceberg_stamped(orders, out: Outputs):
+    """foreachBatch made exactly-once: the commit carries a batch stamp in its summary, checked before writing."""
+    from deliverylab.checkpoint import query_id
+    table = out.iceberg_table
+
+    def append_once(batch, batch_id):
+        stamp = f"{query_id(out.checkpoint)}:{batch_id}"  # the checkpoint's query id: a new checkpoint, new stamps
+        done = batch.sparkSession.sql(
+            f"SELECT count(*) FROM {table}.snapshots s JOIN {table}.history h USING (snapshot_id) "
+            f"WHERE h.is_current_ancestor AND s.summary['course.batch'] = '{stamp}'").first()[0]
+        if done:
+            return  # this batch's commit is in the table already: a replay
+        batch.writeTo(table).option("snapshot-property.course.batch", stamp).append()  # rows + stamp: ONE commit
+
+    return orders.writeStream.foreachBatch(append_once).option("checkpointLocation", out.checkpoint).start()
+
+
+def iceberg_merge(orders, out: Outputs):
+    """foreachBatch MERGE INTO on the order id: a replayed batch finds its orders and inserts nothing."""
+    table = out.iceberg_table
+    def merge(batch, batch_id):
+        batch.createOrReplaceTempView("orders_batch")
+        batch.sparkSession.sql(f"MERGE INTO {table} t USING orders_batch s ON t.order_id = s.order_id "
+                               "WHEN NOT MATCHED THEN INSERT *")
+
+    return orders.writeStream.foreachBatch(merge).option("checkpointLocation", out.checkpoint).start()
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -371,6 +421,15 @@ VARIANTS = {v.name: v for v in (
     Variant("notify_per_batch", notify_per_batch, "exactly-once", "delta"),
     Variant("notify_once", notify_once, "exactly-once", "delta"),
 )}
+#: Module 10's rows: in VARIANTS only where Spark carries Iceberg (its kernel); the main kernel's table is unchanged.
+ICEBERG_VARIANTS = {v.name: v for v in (
+    Variant("iceberg_sink", iceberg_sink, "exactly-once", "iceberg"),
+    Variant("iceberg_append", iceberg_append, "at-least-once", "iceberg"),
+    Variant("iceberg_stamped", iceberg_stamped, "exactly-once", "iceberg"),
+    Variant("iceberg_merge", iceberg_merge, "exactly-once", "iceberg"),
+)}
+if with_iceberg():
+    VARIANTS.update(ICEBERG_VARIANTS)
 
 
 #: Prepended to a learner's pipeline function when it runs in a driver process.
@@ -433,6 +492,8 @@ def _sink_kinds() -> list[str]:
 
 def variant(name: str) -> Variant:
     """The variant called ``name``, or a CourseError naming the closest one and all of them."""
+    if name in ICEBERG_VARIANTS and name not in VARIANTS:
+        raise CourseError(f"Pipeline {name!r} writes Iceberg: it runs on the kernel \"Python 3 (Spark 4.1 + Iceberg)\" only.")
     if name not in VARIANTS:
         raise CourseError(f"Unknown pipeline {name!r}.{did_you_mean(name, VARIANTS)} "
                           f"Pipelines: {', '.join(VARIANTS)}.")
