@@ -106,12 +106,16 @@ update:
 ## (DELIVERYLAB_REDUCED=1: the capstone's matrix runs a sample of its variants; DELIVERYLAB_STANDBY_WARM_UP=0:
 ## standby drivers skip their warm-up, which only takes CPU from the tests on two busy cores; see deliverylab/config.py)
 UNIT_REPORT := .state/testrun/unit-tests.xml
+# Module 10's tests that read Iceberg tables with pyiceberg run again with the Iceberg venv's Python (under the main
+# venv they skip what needs pyiceberg or Spark 4.1); its lab's planted answers run in `make test-labs`.
+ICEBERG_UNIT_TESTS := tests/modules/test_m10_tables.py tests/crashlab/test_iceberg_variants.py
 test:
 	@rm -rf .state/executed $(UNIT_REPORT); DELIVERYLAB_STANDBY_WARM_UP=0 $(PYTHON) -m deliverylab.testrun $(TESTRUN_OPTIONS) \
 	--first 'setup: $(MAKE) --no-print-directory setup' \
 	--first 'broker up: $(PY) -m deliverylab stack up' \
 	--phase 'labs check: $(PY) -m deliverylab labs check' \
 	--phase 'unit tests: $(PYTEST) -n $(UNIT_WORKERS) --dist loadfile --junitxml=$(UNIT_REPORT) --ignore=tests/browser --ignore=tests/labs -m "not cluster" tests' \
+	--phase 'unit tests on the Iceberg kernel: $(ICEBERG_PY) -m pytest -q -p no:cacheprovider -rs $(ICEBERG_UNIT_TESTS)' \
 	--phase 'notebooks: DELIVERYLAB_REDUCED=1 $(PYTEST) $(NBVAL) $(CLUSTER_NOTEBOOKS) $(addprefix --ignore=,$(AS_A_LEARNER)) $(NOTEBOOK_DIRS)' \
 	--phase 'lessons as ada: DELIVERYLAB_REDUCED=1 $(PY) -m deliverylab.stack.classrun --learner ada -- $(PYTEST) $(NBVAL) $(AS_A_LEARNER)' \
 	--phase 'browser: $(PYTEST) tests/browser -m "not run_all"' \
@@ -131,6 +135,7 @@ test-labs: setup
 	$(PY) -m deliverylab stack up
 	@status=0; export DELIVERYLAB_STANDBY_WARM_UP=0; \
 	$(PYTEST) -m "not cluster" tests/labs || status=1; \
+	$(ICEBERG_PY) -m pytest -q -p no:cacheprovider -rs -m "not cluster" tests/labs/test_lab10_planted.py || status=1; \
 	$(PY) -m deliverylab cluster up || status=1; \
 	$(PYTEST) -m cluster tests/labs || status=1; \
 	$(PY) -m deliverylab cluster down; \
