@@ -16,10 +16,12 @@ All four fire inside the driver's JVM, in the course's small Java hook
   jobs ``foreachBatch`` starts), and each task can read it, so the task of partition 1
   knows its batch. (The driver reads Kafka with ``minPartitions=2``, so a batch whose
   records all come from one topic partition is split in two and still has a partition 1.)
-  After a few rows it waits :data:`MID_WRITE_WAIT_S` seconds, long
-  enough for partition 0's task to finish its part of the write, then fires. So partition
-  0 of batch N has been written the way that sink writes one task's output, and partition
-  1 never is. (For MERGE and foreachBatch sinks that read the batch before writing, the
+  After a few rows it waits until partition 0's task of the same stage has completed
+  (an event: in local mode both tasks run in the driver's JVM; at most
+  :data:`MID_WRITE_WAIT_CAP_S` should that task pass no row through the gate; on a cluster,
+  where partition 0's task runs in another executor, a plain :data:`MID_WRITE_WAIT_S`), then
+  fires. So partition 0 of batch N has been written the way that sink writes one task's
+  output, and partition 1 never is, however slow the machine is that day. (For MERGE and foreachBatch sinks that read the batch before writing, the
   trap fires while the batch is being read: see the lessons.) A learner's pipeline that
   writes a SQLite database from the driver gets a trap of its own instead, between its row
   writes, whatever shape its writer has (dbwrites.py).
@@ -68,9 +70,12 @@ MID_WRITE_GATE = "deliverylab_mid_write_gate"
 #: The Spark local property a streaming query sets on the jobs of each micro-batch.
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 #: Mirrors of MidWriteGate's constants: it fires in the task of partition 1, once it has
-#: seen 5 rows, after waiting 1.5 s so the other write task has finished its part.
+#: seen 5 rows and partition 0's task of the same stage has completed (waited for at most 30 s;
+#: on a cluster, where that task runs in another JVM, 1.5 s).
 MID_WRITE_PARTITION = 1
+MID_WRITE_FINISHED_FIRST = 0
 MID_WRITE_AFTER_ROWS = 5
+MID_WRITE_WAIT_CAP_S = 30
 MID_WRITE_WAIT_S = 1.5
 
 

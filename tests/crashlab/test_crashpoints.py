@@ -117,6 +117,8 @@ def test_python_mirror_of_the_java_gate():
     assert f"PARTITION = {cp.MID_WRITE_PARTITION};" in java
     assert f"AFTER_ROWS = {cp.MID_WRITE_AFTER_ROWS};" in java
     assert f"WAIT_MS = {int(cp.MID_WRITE_WAIT_S * 1000)};" in java
+    assert f"FINISHED_FIRST = {cp.MID_WRITE_FINISHED_FIRST};" in java
+    assert f"WAIT_CAP_MS = {cp.MID_WRITE_WAIT_CAP_S * 1000};" in java
 
 
 def test_kill_group_of_a_gone_process_is_quiet():
