@@ -106,8 +106,9 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
 
     # crashes come faster than one standby boots, and faster than a standby's warm-up pays back: on two
     # busy cores the warm-up only takes CPU from the run
-    drivers.warm_up(standby=2, warm=False)
     variant = variants.custom(pipeline, sink_kind=sink) if callable(pipeline) else variants.variant(pipeline)
+    python = drivers.python_for(variant)  # an Iceberg pipeline on the main kernel: the Iceberg venv's drivers
+    drivers.warm_up(standby=2, warm=False, python=python)
     plan = list(plan) if plan is not None else crash_plan(points, crashes, seed)
     for point in plan:  # a plan's typo is named before any driver starts, not blamed on the pipeline
         crashpoints.check_point(point, allow_now=True, extra=variant.crash_points)
@@ -129,7 +130,7 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
                 for i, point in enumerate(plan, 1):
                     t = time.monotonic()
                     if i == len(plan) and standbys_after is not None:
-                        drivers.pool().fill(1)  # one restart follows the last crash: boot no second standby for it
+                        drivers.pool(python).fill(1)  # one restart follows the last crash: boot no second standby for it
                     if not just_restarted:
                         # Idle and caught up, so the next batch id is settled. Right after a restart
                         # (wait=False) the JVM is still booting, so it is settled too, and arming now
@@ -163,7 +164,7 @@ def run_chaos(lesson, pipeline, points="all", crashes: int | None = None, orders
             raise
         finally:
             if standbys_after is not None:
-                drivers.pool().trim(standbys_after)  # the second one was for this run's quick crashes
+                drivers.pool(python).trim(standbys_after)  # the second one was for this run's quick crashes
     if pipe.failure:  # a learner's pipeline function failed: what it did so far, and why
         pipe.stop()
         return {"pipeline": pipe.name, "variant": variant.name, "expected": variant.guarantee, "plan": plan,

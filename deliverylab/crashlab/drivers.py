@@ -26,6 +26,13 @@ pipelines, after 5 idle minutes, or at ``lesson.complete()`` like a standby.
 Standbys live under ``.state/drivers/<notebook pid>/`` and end by themselves when the
 notebook process that started them goes away, after 5 idle minutes, or at ``lesson.complete()``
 (the last cell of a lesson). A chaos run boots two, without the warm-up, and keeps one when it ends.
+
+There is one pool per Python. A driver runs the notebook's own Python, except a driver for an Iceberg
+pipeline (module 10's variants, sink kind "iceberg") started from the main kernel: it runs the Iceberg venv's
+Python (``.venv-iceberg``, stack/kernels.py), whose Spark 4.1 carries Iceberg, from a pool of its own under
+``.state/drivers/<notebook pid>/iceberg/`` (:func:`python_for` says which; a pipeline asks ``pool(its python)``).
+That is how the capstone's matrix gets Iceberg's rows. Without the Iceberg venv, one line says to run
+``make setup``.
 """
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ import itertools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -111,8 +119,9 @@ class Driver:
 class DriverPool:
     """Hands out driver processes, keeping ``standby`` of them booted ahead of need."""
 
-    def __init__(self, root: Path, standby: int = 1):
+    def __init__(self, root: Path, standby: int = 1, python: str | None = None):
         self.root = root
+        self.python = python or sys.executable  # what its drivers run
         self.standby = standby
         self.warm_up = True  # False: new standbys skip their warm-up (a chaos run: crashes come faster)
         self._ready: list[Driver] = []
@@ -130,7 +139,10 @@ class DriverPool:
         env = {"TMPDIR": str(home.tmp)}
         if not self.warm_up:
             env["DELIVERYLAB_STANDBY_WARM_UP"] = "0"
-        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log, env=env)
+        if self.python != sys.executable:  # Spark's Python workers run the driver's venv, not the notebook's
+            env["PYSPARK_PYTHON"] = self.python
+        proc = processes.spawn("deliverylab.crashlab.driver", str(home.path), log=home.log, env=env,
+                               python=self.python)
         return Driver(home, proc)
 
     def take(self, fresh: bool = True, touches: set[str] = frozenset()) -> Driver:
@@ -203,32 +215,76 @@ class DriverPool:
         self.trim(0)
 
 
-_pool: DriverPool | None = None
+_pool: DriverPool | None = None  # this Python's
+_pools: dict[str, DriverPool] = {}  # other Pythons' (the Iceberg venv's, asked for from the main kernel)
 _pool_lock = threading.Lock()
+#: What a notebook is told when it asks for an Iceberg pipeline and the Iceberg venv is missing.
+NO_ICEBERG_VENV = ("Pipeline {name!r} writes Iceberg, so its driver runs module 10's venv (Spark 4.1 + Iceberg), "
+                   "and {python} does not exist: run `make setup` (it builds it), then run this cell again.")
 
 
-def pool() -> DriverPool:
-    """This process's pool (one per notebook kernel). Leftover homes of ended notebooks are removed."""
+def python_for(variant) -> str:
+    """The Python a variant's drivers run: this one, or for an Iceberg pipeline started where Spark has no
+    Iceberg (the main kernel), the Iceberg venv's."""
+    from ..stack.session import with_iceberg
+
+    if variant.sink_kind == "iceberg" and not with_iceberg():
+        from ..stack.kernels import iceberg_python
+
+        return str(iceberg_python())
+    return sys.executable
+
+
+def iceberg_available() -> bool:
+    """Can this kernel run an Iceberg pipeline: is it the Iceberg kernel, or does the Iceberg venv exist?"""
+    from ..stack.kernels import iceberg_python
+    from ..stack.session import with_iceberg
+
+    return with_iceberg() or iceberg_python().exists()
+
+
+def runnable_here(variant):
+    """``variant`` if a driver for it can start from this kernel; else a CourseError in one line."""
+    python = python_for(variant)
+    if not Path(python).exists():
+        from ..config import CourseError
+
+        shown = os.path.relpath(python, settings().root) if python.startswith(str(settings().root)) else python
+        raise CourseError(NO_ICEBERG_VENV.format(name=variant.name, python=shown))
+    return variant
+
+
+def pool(python: str | None = None) -> DriverPool:
+    """The pool of drivers running ``python`` (default: this Python), one per notebook kernel.
+    Leftover homes of ended notebooks are removed."""
     global _pool
+    python = str(python or sys.executable)
     with _pool_lock:
         if _pool is None:
             base = settings().state / "drivers"
             _remove_homes_of_ended_processes(base)
             _pool = DriverPool(base / str(os.getpid()))
             idlesession.on_release(release_standbys, last=True)  # an idle kernel's drivers end with its session
-    return _pool
+        if python == sys.executable:
+            return _pool
+        if python not in _pools:
+            _pools[python] = DriverPool(_pool.root / "iceberg", python=python)
+        return _pools[python]
 
 
-def warm_up(standby: int = 1, warm: bool | None = None) -> None:
-    """Start booting ``standby`` drivers now, so the next pipeline starts (or restarts) quickly.
-    ``warm=False``: they skip their warm-up (see DriverPool.fill)."""
-    pool().fill(standby, warm_up=warm)
+def warm_up(standby: int = 1, warm: bool | None = None, python: str | None = None) -> None:
+    """Start booting ``standby`` drivers now (of ``python``'s pool: default this Python's), so the next pipeline
+    starts (or restarts) quickly. ``warm=False``: they skip their warm-up (see DriverPool.fill)."""
+    pool(python).fill(standby, warm_up=warm)
 
 
 def release_standbys() -> int:
-    """Stop the standbys that are waiting (the end of a lesson: each holds a JVM of about 300 MB).
-    The next crash boots one again. Returns how many were stopped."""
-    return pool().trim(0)
+    """Stop the standbys that are waiting, in every pool (the end of a lesson: each holds a JVM of about
+    300 MB). The next crash boots one again. Returns how many were stopped."""
+    main = pool(sys.executable)
+    with _pool_lock:
+        others = list(_pools.values())
+    return main.trim(0) + sum(other.trim(0) for other in others)
 
 
 def _remove_homes_of_ended_processes(base: Path) -> None:

@@ -83,6 +83,7 @@ class Pipeline(PipelineRecord):
             self._code = variants.custom_source(variant)
         else:
             self.variant = variants.variant(variant)
+        self.python = drivers.python_for(self.variant)  # an Iceberg pipeline on the main kernel: the Iceberg venv's
         self.name = name or self.variant.name
         # a topic per pipeline: each numbers its orders from 0, so two must never share one
         self.topic = lesson.topic(topic or f"{self.name}-orders")
@@ -176,7 +177,7 @@ class Pipeline(PipelineRecord):
         self._started_at = time.time()
         statusline.say(f"{self.name}: starting a driver (run {self.starts})")
         touches = {str(self.checkpoint_root), str(self.sink)}  # a first start may take a warm driver
-        self.driver = drivers.pool().take(fresh=self.starts > 1, touches=touches)
+        self.driver = drivers.pool(self.python).take(fresh=self.starts > 1, touches=touches)
         self._handed_back = False
         self.driver.assign(spec, touches)
         processes.append_jsonl(self.folder.runs, {"run": self.starts, "pid": self.driver.pid,
@@ -237,7 +238,7 @@ class Pipeline(PipelineRecord):
             statusline.say(f"{self.name}: stopping its query")
             if self.driver.stop(recycle=True):
                 self._handed_back = True
-                drivers.pool().give_back(self.driver)
+                drivers.pool(self.python).give_back(self.driver)
             self._changed()
 
     def _release_when_idle(self) -> bool:
@@ -321,7 +322,7 @@ class Pipeline(PipelineRecord):
         if not self.running:
             raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before arming a crash.")
         crashpoints.arm(self.driver.home.crash, point, batch, extra=self.variant.crash_points)
-        drivers.pool().fill()  # the restart's driver boots while the crash is on its way
+        drivers.pool(self.python).fill()  # the restart's driver boots while the crash is on its way
 
     def crash(self, point: str, batch: int | None = None, orders: int = 500) -> Crash:
         """Crash the driver at ``point`` and return what happened.
@@ -336,7 +337,7 @@ class Pipeline(PipelineRecord):
         if not self.running:
             raise CourseError(f"Pipeline {self.name!r} is not running; start or restart it before crashing it.")
         if point == crashpoints.CRASH_NOW:
-            drivers.pool().fill()  # for the restart that follows
+            drivers.pool(self.python).fill()  # for the restart that follows
             self.driver.kill()
             offsets, commits = self.batch_ids()
             open_batches = sorted(offsets - commits)

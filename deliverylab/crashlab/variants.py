@@ -16,6 +16,7 @@ from ..course import did_you_mean
 from ..orders import ORDER_SCHEMA
 from ..stack.session import with_iceberg
 from .crashpoints import crash_here  # variants with crash points of their own call it in their batch function
+from .drivers import runnable_here
 
 ORDER_COLUMNS = ["order_id", "customer_id", "amount", "status", "event_time"]
 
@@ -486,14 +487,13 @@ def load_custom(path: str, name: str, spec: dict) -> Variant:
 
 def _sink_kinds() -> list[str]:
     from .sinks import SINKS
-
     return list(SINKS)
 
 
 def variant(name: str) -> Variant:
     """The variant called ``name``, or a CourseError naming the closest one and all of them."""
-    if name in ICEBERG_VARIANTS and name not in VARIANTS:
-        raise CourseError(f"Pipeline {name!r} writes Iceberg: it runs on the kernel \"Python 3 (Spark 4.1 + Iceberg)\" only.")
+    if name in ICEBERG_VARIANTS and name not in VARIANTS:  # main kernel: the Iceberg venv's drivers (or `make setup`)
+        return runnable_here(ICEBERG_VARIANTS[name])
     if name not in VARIANTS:
         raise CourseError(f"Unknown pipeline {name!r}.{did_you_mean(name, VARIANTS)} "
                           f"Pipelines: {', '.join(VARIANTS)}.")

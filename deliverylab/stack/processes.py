@@ -7,8 +7,9 @@ parent: when the kernel that started it goes away, it ends too (:class:`ParentWa
 nothing is left running after JupyterLab or a test run stops. ``python -m deliverylab stack
 down`` stops any that are left anyway (:func:`stop_course_processes`).
 
-A child runs the Python of the process that starts it (``sys.executable``): the drivers of a module 10
-notebook run module 10's venv (``.venv-iceberg``, kernels.py) and build its Spark 4.1 session with Iceberg.
+A child runs the Python of the process that starts it (``sys.executable``) unless it is given another: the
+drivers of a module 10 notebook run module 10's venv (``.venv-iceberg``, kernels.py) and build its Spark 4.1
+session with Iceberg, and so do the drivers of an Iceberg pipeline started from the main kernel (drivers.py).
 ``stack down`` and ``stack status`` find them by their command line, whichever venv they run.
 
 Their event logs are JSON lines; a SIGKILL can cut the last line short, so readers skip it.
@@ -27,11 +28,13 @@ from pathlib import Path
 MARKER = "--deliverylab-child"
 
 
-def spawn(module: str, *args: str, log: str | Path, env: dict | None = None) -> subprocess.Popen:
-    """``python -m <module> <args>`` in a session of its own, stdout and stderr to ``log``."""
+def spawn(module: str, *args: str, log: str | Path, env: dict | None = None,
+          python: str | Path | None = None) -> subprocess.Popen:
+    """``python -m <module> <args>`` in a session of its own, stdout and stderr to ``log``
+    (``python``: this process's own Python unless given)."""
     environment = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", module, *args, MARKER, str(os.getpid())],
+        return subprocess.Popen([str(python or sys.executable), "-m", module, *args, MARKER, str(os.getpid())],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=environment, start_new_session=True)
 

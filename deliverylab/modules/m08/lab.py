@@ -17,7 +17,7 @@ from ...config import CourseError
 from ...crashlab.crashpoints import CRASH_NOW, CRASH_POINTS
 from . import hidden_runs
 from .audit import STREAMING_UPDATE, Version
-from .matrix import OUTCOMES, picks, runnable
+from .matrix import OUTCOMES, on_iceberg, picks, runnable
 
 LAB = "08-capstone-lab"
 #: The first check of exercise 1's chaos run: the others need a run that did not fail.
@@ -213,6 +213,12 @@ def _what_it_is(answer: list, versions) -> str:
 # --------------------------------------------------------------------------- exercise 4: predictions
 
 
+def predicted() -> list[str]:
+    """The variants exercise 4 asks a prediction for: every runnable one but module 10's Iceberg rows (module 10,
+    after this lab, is where they are taught; where the Iceberg venv exists the matrix runs them too)."""
+    return [v for v in runnable() if not on_iceberg(v)]
+
+
 def variants_to_run(predictions: Callable | None = None) -> list[str]:
     """The three variants the lab runs for this kernel (its exercise seed): one of each group of hidden_runs.
 
@@ -225,10 +231,11 @@ def variants_to_run(predictions: Callable | None = None) -> list[str]:
         except NameError:
             raise CourseError("Make your predictions first: run exercise 4's cell above (it sets my_picks); "
                               "the matrix runs once every variant has one.") from None
-        missing = [v for v in runnable() if given.get(v, "?") == "?"]
+        missing = [v for v in predicted() if given.get(v, "?") == "?"]
         if missing:
             raise CourseError(f"Make your predictions first: my_picks has none for {', '.join(missing)}; "
-                              "the matrix runs once every variant in matrix.runnable() has one.")
+                              "the matrix runs once every variant in matrix.runnable() (but module 10's Iceberg rows) "
+                              "has one.")
     return hidden_runs.drawn_variants(random.Random(hidden.seed_for(f"{LAB}:predictions")))
 
 
@@ -236,12 +243,12 @@ def check_predictions(checks, predictions: Callable, rows: Callable) -> None:
     """Exercise 4: a prediction for every variant, and the ones the lab ran (drawn for this kernel) match what was
     observed."""
     def missing():
-        return [v for v in runnable() if picks(predictions()).get(v, "?") == "?"]
+        return [v for v in predicted() if picks(predictions()).get(v, "?") == "?"]
 
     every = "a prediction for every variant"
     checks.that(every, lambda: not missing(),
-                expected=f"{len(runnable())} variants", found=lambda: f"no prediction for {', '.join(missing())}",
-                hint="Your dict needs one key per name in matrix.runnable().")
+                expected=f"{len(predicted())} variants", found=lambda: f"no prediction for {', '.join(missing())}",
+                hint="Your dict needs one key per name in matrix.runnable(), module 10's Iceberg rows aside.")
     verdicts = "every prediction is a verdict"
     checks.that(verdicts, lambda: set(picks(predictions()).values()) <= set(OUTCOMES),
                 expected=" | ".join(OUTCOMES), found=lambda: sorted(set(picks(predictions()).values()) - set(OUTCOMES)),

@@ -7,9 +7,14 @@ any), restarted each time, and reconciled; the row says what the ledger observed
     matrix.verdict_lines(rows)                     # each variant's verdict
     matrix.summary_lines(rows)                     # the stable part (a checked cell)
     matrix.table(rows, my_picks); matrix.chart(rows)
+
+Module 10's Iceberg variants are rows too, wherever the Iceberg venv exists: their drivers run that venv's
+Python (Spark 4.1 + Iceberg; crashlab/drivers.py) while the matrix runs on the main kernel, and the ledger
+reads their tables with that venv's pyiceberg (crashlab/sinks.py). The table and the chart mark them.
 """
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -17,14 +22,15 @@ from ... import charts, statusline
 from ...config import CourseError
 from ...course import did_you_mean
 from ...crashlab import chaos, drivers
-from ...crashlab.variants import VARIANTS
+from ...crashlab import variants as _variants
 from ...inspector import TextBlock, text_table
 from ...ledger import VERDICTS
 
 #: The crash point every variant goes through: after_sink_write leaves a batch written but not
 #: committed, so a replay follows. Orders produced while the driver is down test where a restart
 #: begins. A variant's own points come after it. One common point keeps the whole matrix (17
-#: variants, 20 crashes) within a lesson's time; the lesson's own pipeline goes through all four.
+#: variants, 20 crashes; 21 and 24 with the Iceberg rows) within a lesson's time; the lesson's own
+#: pipeline goes through all four.
 PLAN = ("after_sink_write",)
 #: The variants ``run()`` takes under ``make test`` (DELIVERYLAB_REDUCED=1): one of each verdict
 #: plus the variant broken on purpose. Every other variant is crashed by its own lesson and by
@@ -36,6 +42,10 @@ BROKEN_ON_PURPOSE = "control_table_after"
 OUTCOMES = VERDICTS
 #: Small batches, so the first run has several batches to time (see price.py).
 MAX_PER_BATCH = 10
+#: Every variant the matrix knows: the crash lab's table and module 10's Iceberg rows (on any kernel).
+VARIANTS = {**_variants.VARIANTS, **_variants.ICEBERG_VARIANTS}
+#: How the table and the chart mark a row whose drivers ran module 10's venv.
+ICEBERG_MARK = "Spark 4.1 + Iceberg"
 
 
 def default_variants() -> list[str]:
@@ -53,9 +63,16 @@ def needs_options(variant: str) -> bool:
     return 'out.options["' in code or "out.options['" in code
 
 
+def on_iceberg(variant: str) -> bool:
+    """Is it one of module 10's Iceberg rows (its drivers run Spark 4.1 + Iceberg)?"""
+    return variant in _variants.ICEBERG_VARIANTS
+
+
 def runnable() -> list[str]:
-    """The variants the matrix runs: every one of the table that runs without a lesson's settings."""
-    return [name for name in VARIANTS if not needs_options(name)]
+    """The variants the matrix runs: every one of the table that runs without a lesson's settings, the Iceberg
+    rows only where the Iceberg venv exists."""
+    iceberg = drivers.iceberg_available()
+    return [name for name in VARIANTS if not needs_options(name) and (iceberg or not on_iceberg(name))]
 
 
 def left_out() -> list[str]:
@@ -100,6 +117,7 @@ def run(lesson, variants: list[str] | None = None, orders: int = 40, workers: in
     for name in names:
         if name not in VARIANTS:
             raise CourseError(f"Unknown pipeline {name!r}.{did_you_mean(name, VARIANTS)} Pipelines: {', '.join(VARIANTS)}.")
+        drivers.runnable_here(VARIANTS[name])  # an Iceberg row without the Iceberg venv: one line says `make setup`
     log = log or (lambda message: None)
     from ... import get_spark
 
@@ -112,11 +130,26 @@ def run(lesson, variants: list[str] | None = None, orders: int = 40, workers: in
             line.done(f"{name}: {row.observed}")
             return row
 
+        # this kernel's variants first, then the Iceberg rows, each Python's standbys trimmed when its turn ends,
+        # so the two pools' JVMs never wait side by side
+        pythons = sorted({drivers.python_for(VARIANTS[n]) for n in names}, key=lambda py: py != sys.executable)
+        rows = {}
         try:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                return list(pool.map(one, names))
+                for python in pythons:
+                    turn = [n for n in names if drivers.python_for(VARIANTS[n]) == python]
+                    try:
+                        rows.update(zip(turn, pool.map(one, turn)))
+                    finally:  # two were kept booted for the variants' crashes; one of this Python's stays
+                        drivers.pool(python).trim(1 if python == sys.executable else 0)
+            return [rows[n] for n in names]
         finally:
-            drivers.pool().trim(1)  # two were kept booted for the variants' crashes
+            drivers.pool().trim(1)
+
+
+def label(variant: str) -> str:
+    """The variant's name as the table and the chart show it: an Iceberg row says where it ran."""
+    return f"{variant} ({ICEBERG_MARK})" if on_iceberg(variant) else variant
 
 
 def picks(predictions) -> dict[str, str]:
@@ -134,7 +167,7 @@ def table(rows: list[MatrixRow], predictions=None) -> TextBlock:
     shown = []
     for row in rows:
         guess = guesses.get(row.variant, "?")
-        shown.append({"variant": row.variant, "expected": row.expected, "predicted": guess,
+        shown.append({"variant": label(row.variant), "expected": row.expected, "predicted": guess,
                       "observed": row.observed, "lost": row.lost, "duplicated": row.duplicated,
                       "you": "✓" if guess == row.observed else ("" if guess == "?" else "✗")})
     columns = [("variant", "variant"), ("expected", "course expects"), ("observed", "observed"),
@@ -186,7 +219,7 @@ def chart(rows: list[MatrixRow], title: str | None = None):
             bars = ax.barh([y + offset for y in ys], [getattr(r, attribute) for r in rows], height=0.4,
                            color=charts.PALETTE[role], label=role)
             ax.bar_label(bars, padding=2, fontsize=7)
-        ax.set_yticks(list(ys), [f"{r.variant}: {r.observed}" + ("" if r.as_expected else "  (NOT as expected)")
+        ax.set_yticks(list(ys), [f"{label(r.variant)}: {r.observed}" + ("" if r.as_expected else "  (NOT as expected)")
                                  for r in rows], fontsize=7)
         ax.invert_yaxis()  # the table's order, top to bottom
         ax.set_xlabel("order ids")
