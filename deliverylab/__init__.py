@@ -94,6 +94,7 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
     from .lesson import setup as prepare
 
     statusline.watch_cells(statusline.kernel_activity)  # in a notebook: a long cell (this one too) says what it waits for
+    _require_its_kernel(name)
     lesson = prepare(name, reset=reset, quiet=quiet)
     from .todos import explain_errors
 
@@ -110,6 +111,18 @@ def setup(name: str, *, reset: bool = True, quiet: bool = False):
 
         show_reset_button(lesson)
     return lesson
+
+
+def _require_its_kernel(name: str) -> None:
+    """A lesson opened on the other kernel (module 10's on the main one, or the reverse) stops here, in one line."""
+    from .course import ICEBERG_KERNEL, ICEBERG_KERNEL_DISPLAY_NAME, TEST_PREFIX, kernel_name
+    from .stack.session import with_iceberg
+
+    if name.startswith(TEST_PREFIX) or (kernel_name(name) == ICEBERG_KERNEL) == with_iceberg():
+        return
+    wanted = ICEBERG_KERNEL_DISPLAY_NAME if kernel_name(name) == ICEBERG_KERNEL else "Python 3 (ipykernel)"
+    raise CourseError(f"{name} runs on the kernel \"{wanted}\", and this notebook runs on another: pick it with "
+                      "Kernel > Change Kernel..., then run this cell again (`make setup` builds both kernels).")
 
 
 def get_spark(app_name: str = "exactly-once-for-real"):

@@ -60,3 +60,28 @@ def test_every_notebook_names_the_kernel_its_module_runs_on():
         if (spec.get("name"), spec.get("display_name")) != (wanted, display):
             wrong.append(f"{path.relative_to(root)} names {spec.get('name')!r}, not {wanted!r}")
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("name, iceberg_kernel", [("10-iceberg", False), ("10-iceberg-lab", False),
+                                                   ("05-exactly-once-sinks", True)])
+def test_a_lesson_opened_on_the_other_kernel_stops_in_one_line_naming_its_own(monkeypatch, name, iceberg_kernel):
+    import deliverylab
+    from deliverylab.stack import session
+
+    monkeypatch.setattr(session, "with_iceberg", lambda: iceberg_kernel)
+    with pytest.raises(deliverylab.CourseError) as stopped:
+        deliverylab.setup(name, quiet=True)
+    line = str(stopped.value)
+    wanted = "Python 3 (ipykernel)" if iceberg_kernel else "Python 3 (Spark 4.1 + Iceberg)"
+    assert "\n" not in line and f'"{wanted}"' in line and "Kernel > Change Kernel" in line
+
+
+def test_a_lesson_on_its_own_kernel_and_a_test_lesson_pass_the_kernel_check(monkeypatch):
+    import deliverylab
+    from deliverylab.stack import session
+
+    monkeypatch.setattr(session, "with_iceberg", lambda: False)
+    deliverylab._require_its_kernel("05-exactly-once-sinks")
+    deliverylab._require_its_kernel("test-anything")
+    monkeypatch.setattr(session, "with_iceberg", lambda: True)
+    deliverylab._require_its_kernel("10-iceberg")
