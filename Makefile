@@ -158,7 +158,7 @@ test-cluster: setup
 	exit $$status
 
 ## test-run-all: lessons 04, 08 and 10 (on its own kernel) run with Run All in Chromium, as a learner runs them (the capstone's full
-## matrix; about 8 minutes alone): each long cell shows a status line that says what it waits for
+## matrix; about 10 minutes alone): each long cell shows a status line that says what it waits for
 test-run-all: setup
 	$(PY) -m deliverylab stack up
 	@status=0; $(PYTEST) tests/browser -m run_all || status=1; $(PY) -m deliverylab stack down; exit $$status
