@@ -14,7 +14,10 @@ The course and its lessons
 Reading what Spark, Delta and Kafka leave behind (no Spark needed)
     checkpoint   the one reader of offsets/, commits/, sources/, metadata, _spark_metadata
     deltalog     a Delta table's _delta_log and data files (orphans, txn versions)
-    ledger       reconcile produced against delivered: lost, duplicated, revenue, verdict
+    ledger       reconcile produced against delivered: lost, duplicated, wrong amounts, revenue, verdict;
+                 a keyed sink against each order's final state (several events per order)
+    rows         an order row as the ledger compares it (id checked, amount in exact cents)
+    sinkrows     delivered rows read back from a Delta table, Parquet folder, SQLite table, Kafka topic
     inspector    text views of a checkpoint and a Delta log, before and after a crash
     charts       the course's one chart style
 

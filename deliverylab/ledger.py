@@ -1,36 +1,37 @@
-"""The delivery ledger: which produced orders reached a sink, how often, and what it did to revenue.
+"""The delivery ledger: which produced orders reached a sink, how often, with which values, and what it did to revenue.
 
 Every lab ends the same way: we know exactly which orders the producer sent (the
 *produced* list) and we read back whatever the sink holds (the *delivered* rows). The
-ledger lines the two up, id by id:
+ledger lines the two up, id by id, and amount by amount:
 
     >>> ledger = reconcile(produced, delivered, label="at-least-once")
     >>> print(ledger.verdict_line())
     verdict: at-least-once (produced=2000 lost=0 duplicated=37)
 
-Rows on both sides are ``(order_id, amount)`` pairs or dicts with ``order_id`` and
-``amount`` keys (Spark ``Row`` objects work too). Amounts are kept as
-:class:`decimal.Decimal` rounded to cents, so revenue totals are exact: a difference
-of 0.01 is a real difference, never floating-point noise.
+Counting ids is not enough: an upsert that *adds* the amount on a conflict keeps every id once and doubles the
+replayed batch's revenue. So the ledger also compares each delivered row's amount with the produced one
+(``wrong_amount``), and where an order has several events (a status change, a later correction, an event that
+arrives after a newer one) :func:`reconcile_states` compares what the sink holds per order with the order's final
+state at the source (:func:`final_states`): its latest event's amount and status.
 
-The ``read_*`` helpers fetch delivered rows from the course's real sinks. They all
-return a list of ``(order_id, Decimal amount)``.
+Rows on both sides are ``(order_id, amount)`` pairs or dicts with ``order_id`` and
+``amount`` keys (Spark ``Row`` objects work too; ``rows.py``). Amounts are exact
+Decimals in cents. The ``read_*`` helpers that fetch delivered rows from the course's
+real sinks live in ``sinkrows.py`` and are re-exported here.
 """
 from __future__ import annotations
 
-import json
-import sqlite3
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
-from pathlib import Path
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 from .config import CourseError
-
-CENT = Decimal("0.01")
+from .rows import CENT, id_sort_key, normalise_rows, normalise_states, sorted_ids, to_amount  # noqa: F401
+from .sinkrows import (ISOLATION_LEVELS, parse_order_json, read_delta, read_delta_states,  # noqa: F401
+                       read_kafka_topic, read_parquet, read_sqlite)
 
 EXACTLY_ONCE = "exactly-once"
 AT_MOST_ONCE = "at-most-once"
@@ -42,88 +43,6 @@ VERDICTS = (AT_MOST_ONCE, AT_LEAST_ONCE, EXACTLY_ONCE, LOST_AND_DUPLICATED)
 
 #: Labels of the copy buckets used by :meth:`Ledger.copy_buckets` and the charts.
 COPY_BUCKETS = ("0", "1", "2", "3+")
-
-ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
-
-
-# --------------------------------------------------------------------------- values
-
-
-def to_amount(value: Any, order_id: Any = None) -> Decimal:
-    """Turn an amount from any sink (Decimal, int, float, str) into a Decimal rounded to cents.
-
-    Floats go through their shortest text form, so ``19.99`` becomes ``Decimal('19.99')``
-    and not the binary approximation ``19.989999...``.
-    """
-    if isinstance(value, bool) or value is None:
-        raise CourseError(f"order {order_id!r} has amount {value!r}; every row needs a numeric amount.")
-    try:
-        if isinstance(value, Decimal):
-            amount = value
-        elif isinstance(value, int):
-            amount = Decimal(value)
-        elif isinstance(value, float):
-            amount = Decimal(repr(value))
-        elif isinstance(value, (str, bytes)):
-            text = value.decode() if isinstance(value, bytes) else value
-            amount = Decimal(text.strip())
-        else:
-            raise InvalidOperation
-        if not amount.is_finite():
-            raise InvalidOperation
-    except (InvalidOperation, ValueError, UnicodeDecodeError):
-        raise CourseError(
-            f"order {order_id!r} has amount {value!r}, which is not a number. "
-            "Amounts must be numbers like 19.99 (or strings such as '19.99')."
-        ) from None
-    return amount.quantize(CENT, rounding=ROUND_HALF_EVEN)
-
-
-def _split_row(row: Any, side: str) -> tuple[Any, Any]:
-    """One row as (order_id, raw amount): accepts pairs, dicts and Spark Rows."""
-    if hasattr(row, "asDict"):  # pyspark.sql.Row
-        row = row.asDict()
-    if isinstance(row, Mapping):
-        if "order_id" not in row or "amount" not in row:
-            raise CourseError(
-                f"a {side} row has keys {sorted(row)}; it needs 'order_id' and 'amount'."
-            )
-        return row["order_id"], row["amount"]
-    if isinstance(row, (tuple, list)) and len(row) >= 2:
-        return row[0], row[1]
-    raise CourseError(
-        f"a {side} row looks like {row!r}; give (order_id, amount) pairs or dicts "
-        "with 'order_id' and 'amount'."
-    )
-
-
-def _check_id(order_id: Any, side: str) -> Any:
-    if order_id is None or isinstance(order_id, bool):
-        raise CourseError(f"a {side} row has order_id {order_id!r}; every row needs a real order id.")
-    return order_id
-
-
-def normalise_rows(rows: Iterable[Any], side: str = "delivered") -> list[tuple[Any, Decimal]]:
-    """Rows of any accepted shape as a list of ``(order_id, Decimal amount)``."""
-    pairs = []
-    for row in rows:
-        order_id, raw = _split_row(row, side)
-        order_id = _check_id(order_id, side)
-        pairs.append((order_id, to_amount(raw, order_id)))
-    return pairs
-
-
-def id_sort_key(order_id: Any) -> tuple:
-    """Sort key that keeps numbers in numeric order and never compares a str with an int."""
-    if isinstance(order_id, (int, float, Decimal)):
-        return (0, order_id, "")
-    if isinstance(order_id, str):
-        return (1, 0, order_id)
-    return (2, 0, repr(order_id))
-
-
-def sorted_ids(ids: Iterable[Any]) -> tuple:
-    return tuple(sorted(ids, key=id_sort_key))
 
 
 def _plural(count: int, one: str, many: str) -> str:
@@ -154,10 +73,14 @@ class Ledger:
     * ``lost``            produced ids never found
     * ``unexpected``      ids in the sink that were never produced
     * ``delivered_rows``  every row the sink holds, duplicates and unexpected ones included
+    * ``wrong_amount``    produced ids found in the sink with a row whose amount is not the one produced
+                          (an upsert that adds on a replay keeps the ids unique and doubles the value)
 
     ``copies`` maps every id found in the sink to its number of rows (a Counter, so a
-    lost id reads as 0). ``lost_ids``, ``duplicated_ids`` and ``unexpected_ids`` are
-    sorted tuples.
+    lost id reads as 0). ``lost_ids``, ``duplicated_ids``, ``unexpected_ids`` and
+    ``wrong_amount_ids`` are sorted tuples; ``wrong_amounts`` maps each of the latter to
+    ``(produced amount, the amounts found)``. The verdict names ids (lost, duplicated); the
+    verdict line adds ``wrong_amount=N`` only when some amount is wrong.
     """
 
     label: str | None
@@ -176,6 +99,30 @@ class Ledger:
     unexpected_ids: tuple
     copies_of_produced: tuple  # copies per produced id, same order as the produced input
     verdict: str
+    wrong_amount_ids: tuple = ()
+    wrong_amounts: Mapping = field(default_factory=dict)
+
+    @property
+    def wrong_amount(self) -> int:
+        return len(self.wrong_amount_ids)
+
+    @property
+    def values_right(self) -> bool:
+        """Every produced id found in the sink holds the amount produced (copies may still be missing or extra)."""
+        return not self.wrong_amount_ids
+
+    def amount_problem(self) -> str | None:
+        """The first wrong amount in words, or None: ``order o-000012 holds 20.00 where 10.00 was produced``."""
+        if not self.wrong_amount_ids:
+            return None
+        first = self.wrong_amount_ids[0]
+        produced, found = self.wrongs_of(first)
+        more = f" (and {_plural(self.wrong_amount - 1, 'other order', 'other orders')})" if self.wrong_amount > 1 else ""
+        return f"order {first} holds {found} where {produced} was produced{more}"
+
+    def wrongs_of(self, order_id: Any) -> tuple[str, str]:
+        produced, found = self.wrong_amounts[order_id]
+        return _money(produced), " and ".join(_money(a) for a in found)
 
     @property
     def revenue_difference(self) -> Decimal:
@@ -197,9 +144,10 @@ class Ledger:
         from .workshop import events
 
         events.verdict_seen(self.verdict, self.produced, self.lost, self.duplicated)
+        wrong = f" wrong_amount={self.wrong_amount}" if self.wrong_amount else ""
         return (
             f"verdict: {self.verdict} "
-            f"(produced={self.produced} lost={self.lost} duplicated={self.duplicated})"
+            f"(produced={self.produced} lost={self.lost} duplicated={self.duplicated}{wrong})"
         )
 
     def summary(self) -> str:
@@ -212,6 +160,8 @@ class Ledger:
         ]
         if self.unexpected:
             figures.append(("unexpected", str(self.unexpected), "(ids never produced)"))
+        if self.wrong_amount:
+            figures.append(("wrong amount", str(self.wrong_amount), "(ids whose rows hold another amount)"))
         figures += [
             ("revenue expected", _money(self.revenue_expected), ""),
             ("revenue observed", _money(self.revenue_observed), f"({_signed_money(self.revenue_difference)})"),
@@ -243,6 +193,8 @@ class Ledger:
             "lost_ids": list(self.lost_ids),
             "duplicated_ids": list(self.duplicated_ids),
             "unexpected_ids": list(self.unexpected_ids),
+            "wrong_amount": self.wrong_amount,
+            "wrong_amount_ids": list(self.wrong_amount_ids),
         }
 
     def __repr__(self) -> str:
@@ -300,6 +252,11 @@ def reconcile(produced: Iterable[Any], delivered: Iterable[Any], label: str | No
     delivered_pairs = normalise_rows(delivered, "delivered")
     copies = Counter(order_id for order_id, _ in delivered_pairs)
     _check_id_types(produced_amounts, copies)
+    found_amounts: dict[Any, list[Decimal]] = {}
+    for order_id, amount in delivered_pairs:
+        if order_id in produced_amounts and amount != produced_amounts[order_id]:
+            found_amounts.setdefault(order_id, []).append(amount)
+    wrong_amount_ids = sorted_ids(found_amounts)
 
     copies_of_produced = tuple(copies[order_id] for order_id in produced_amounts)
     lost_ids = sorted_ids(i for i in produced_amounts if copies[i] == 0)
@@ -323,165 +280,130 @@ def reconcile(produced: Iterable[Any], delivered: Iterable[Any], label: str | No
         unexpected_ids=unexpected_ids,
         copies_of_produced=copies_of_produced,
         verdict=verdict_for(len(lost_ids), len(duplicated_ids)),
+        wrong_amount_ids=wrong_amount_ids,
+        wrong_amounts={i: (produced_amounts[i], tuple(found_amounts[i])) for i in wrong_amount_ids},
     )
 
 
-# --------------------------------------------------------------------------- reading sinks
+# --------------------------------------------------------------------------- final states (several events per order)
 
 
-def _is_local(path: str) -> bool:
-    return "://" not in path and not path.startswith("file:")
-
-
-def _collect_pairs(df, where: str) -> list[tuple[Any, Decimal]]:
-    """Collect order_id and amount from a Spark DataFrame as (order_id, Decimal) pairs."""
-    missing = [c for c in ("order_id", "amount") if c not in df.columns]
-    if missing:
-        raise CourseError(
-            f"{where} has columns {df.columns} but no {', '.join(missing)}. "
-            "The ledger needs order_id and amount; check what the pipeline writes."
-        )
-    return normalise_rows(((r[0], r[1]) for r in df.select("order_id", "amount").collect()), where)
-
-
-def read_delta(spark, path: str | Path) -> list[tuple[Any, Decimal]]:
-    """Rows of the Delta table at ``path`` as committed in its latest version."""
-    path = str(path)
-    if _is_local(path) and not (Path(path) / "_delta_log").is_dir():
-        raise CourseError(f"no Delta table at {path} (no _delta_log folder). Run the pipeline first.")
-    return _collect_pairs(spark.read.format("delta").load(path), f"Delta table {path}")
-
-
-# Internal Spark SQL setting: when true, a directory written by the file sink is listed
-# like any other folder instead of through its _spark_metadata commit log.
-_IGNORE_SINK_LOG = "spark.sql.streaming.fileStreamSink.ignoreMetadata"
-
-
-def read_parquet(spark, path: str | Path, honour_sink_log: bool = True) -> list[tuple[Any, Decimal]]:
-    """Rows of every Parquet file under ``path``, read as a plain folder (no Delta log).
-
-    On a Delta table folder this also returns files of uncommitted attempts and files
-    that later commits removed: exactly what a reader that ignores the log would see.
-    A folder written by Spark's own file sink has a ``_spark_metadata`` log that Spark
-    honours by default; pass ``honour_sink_log=False`` to list the folder regardless.
-    """
-    path = str(path)
-    if _is_local(path) and not Path(path).exists():
-        raise CourseError(f"nothing at {path}. Run the pipeline that writes it first.")
-    previous = spark.conf.get(_IGNORE_SINK_LOG, None)
-    spark.conf.set(_IGNORE_SINK_LOG, "false" if honour_sink_log else "true")
-    try:
-        return _collect_pairs(spark.read.parquet(path), f"Parquet folder {path}")
-    finally:
-        if previous is None:
-            spark.conf.unset(_IGNORE_SINK_LOG)
-        else:
-            spark.conf.set(_IGNORE_SINK_LOG, previous)
-
-
-def _quote_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def read_sqlite(db_path: str | Path, table: str) -> list[tuple[Any, Decimal]]:
-    """Rows of ``table`` in the SQLite file ``db_path`` (opened read-only, never created)."""
-    db_path = Path(db_path)
-    if not db_path.is_file():
-        raise CourseError(f"no SQLite database at {db_path}. Run the pipeline that writes it first.")
-    connection = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        known = {
-            row[0]
-            for row in connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-        }
-        if table not in known:
-            raise CourseError(
-                f"{db_path.name} has no table {table!r} (it has: {', '.join(sorted(known)) or 'none'})."
-            )
+def _event_time(value: Any, order_id: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, str):
         try:
-            rows = connection.execute(f"SELECT order_id, amount FROM {_quote_identifier(table)}").fetchall()
-        except sqlite3.OperationalError as error:
-            raise CourseError(f"cannot read order_id and amount from {table!r} in {db_path.name}: {error}") from None
-    finally:
-        connection.close()
-    return normalise_rows(rows, f"sqlite table {table}")
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    raise CourseError(f"order {order_id!r} has event_time {value!r}; give a datetime or an ISO time such as "
+                      "'2026-01-01T00:00:05Z'.")
 
 
-def parse_order_json(value: bytes | str | None, where: str = "a record") -> tuple[Any, Decimal] | None:
-    """One Kafka record value (JSON with order_id and amount) as a pair; None for a tombstone."""
-    if value is None:
-        return None
-    try:
-        text = value.decode("utf-8") if isinstance(value, bytes) else value
-        document = json.loads(text, parse_float=Decimal)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise CourseError(f"{where} is not JSON: {value[:80]!r}") from None
-    if not isinstance(document, dict) or "order_id" not in document or "amount" not in document:
-        raise CourseError(f"{where} is JSON but not an order with order_id and amount: {str(document)[:80]}")
-    order_id = _check_id(document["order_id"], where)
-    return order_id, to_amount(document["amount"], order_id)
+def final_states(events: Iterable[Any]) -> dict[Any, tuple[Decimal, Any]]:
+    """Each order's final state at the source, ``{order_id: (amount, status)}``: its latest event by event time,
+    wherever it came in the stream (an event that arrives after a newer one does not win). Two events of one order
+    at the same time are broken by status, the greater one winning, as the course's MERGEs break them
+    (``event_time DESC, status DESC``). ``events`` are dicts or Rows with order_id, amount, status and event_time."""
+    latest: dict[Any, tuple[datetime, Any, Decimal]] = {}
+    for event in events:
+        event = event.asDict() if hasattr(event, "asDict") else event
+        if not isinstance(event, Mapping) or not {"order_id", "amount", "status", "event_time"} <= set(event):
+            raise CourseError(f"an event looks like {event!r}; give dicts with order_id, amount, status and "
+                              "event_time (the generator's orders are).")
+        order_id = event["order_id"]
+        key = (_event_time(event["event_time"], order_id), event["status"], to_amount(event["amount"], order_id))
+        if order_id not in latest or key[:2] > latest[order_id][:2]:
+            latest[order_id] = key
+    return {order_id: (amount, status) for order_id, (_, status, amount) in latest.items()}
 
 
-def _position(consumer, tp, timeout_ms: int) -> int:
-    position = consumer.position(tp, timeout_ms=timeout_ms)
-    return -1 if position is None else position
+@dataclass(frozen=True, repr=False)
+class StateLedger:
+    """What a keyed sink (one row per order, kept by upserts or MERGEs) holds against each order's final state.
 
-
-def read_kafka_topic(
-    bootstrap: str,
-    topic: str,
-    isolation_level: str = "read_committed",
-    timeout_s: float = 30.0,
-) -> list[tuple[Any, Decimal]]:
-    """Every order in ``topic`` from the beginning up to the end offsets at call time.
-
-    ``read_committed`` skips records of aborted transactions and stops before any
-    transaction that is still open; ``read_uncommitted`` shows everything written,
-    aborted attempts included. Records are returned partition by partition, in offset order.
+    Ids: ``missing`` (in the source, not in the sink), ``duplicated`` (more than one row), ``wrong_amount`` and
+    ``wrong_status`` (a row that is not the order's final state: an older event won, or a replay added instead
+    of setting), ``unexpected`` (never in the source). Revenue: the final amounts against every row's amount.
+    ``found`` maps each wrong id to what its rows hold, ``[(amount, status), ...]``.
     """
-    if isolation_level not in ISOLATION_LEVELS:
-        raise CourseError(f"isolation_level must be one of {ISOLATION_LEVELS}, not {isolation_level!r}.")
-    from kafka import TopicPartition
 
-    from .stack import kafka
+    label: str | None
+    orders: int
+    rows: int
+    missing_ids: tuple
+    duplicated_ids: tuple
+    wrong_amount_ids: tuple
+    wrong_status_ids: tuple
+    unexpected_ids: tuple
+    revenue_expected: Decimal
+    revenue_observed: Decimal
+    expected: Mapping
+    found: Mapping
 
-    timeout_ms = int(timeout_s * 1000)
-    with kafka.consumer(bootstrap, client_id="deliverylab-ledger", isolation_level=isolation_level,
-                        consumer_timeout_ms=timeout_ms) as consumer:
-        partitions = consumer.partitions_for_topic(topic)
-        if not partitions:
-            raise CourseError(f"topic {topic!r} does not exist on {bootstrap}. Produce to it (or create it) first.")
-        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        end = consumer.end_offsets(tps, timeout_ms=timeout_ms)
-        return _drain(consumer, tps, end, timeout_s, topic)
+    @property
+    def right(self) -> bool:
+        return not (self.missing_ids or self.duplicated_ids or self.wrong_amount_ids or self.wrong_status_ids
+                    or self.unexpected_ids)
+
+    def line(self) -> str:
+        """One stable line, e.g. ``final state: right (orders=40 missing=0 duplicated=0 wrong_amount=0 wrong_status=0)``."""
+        word = "right" if self.right else "wrong"
+        extra = f" unexpected={len(self.unexpected_ids)}" if self.unexpected_ids else ""
+        return (f"final state: {word} (orders={self.orders} missing={len(self.missing_ids)} "
+                f"duplicated={len(self.duplicated_ids)} wrong_amount={len(self.wrong_amount_ids)} "
+                f"wrong_status={len(self.wrong_status_ids)}{extra})")
+
+    def problem(self) -> str | None:
+        """The first thing wrong, in words with one example order, or None when the sink is right."""
+        def held(order_id) -> str:
+            return " and ".join(f"{_money(a)} {s}" for a, s in self.found[order_id])
+
+        def final(order_id) -> str:
+            amount, status = self.expected[order_id]
+            return f"{_money(amount)} {status}"
+
+        checks = [
+            (self.missing_ids, lambda i: f"order {i} is not in the sink"),
+            (self.duplicated_ids, lambda i: f"order {i} has {len(self.found[i])} rows ({held(i)}): one row per order expected"),
+            (self.wrong_amount_ids, lambda i: f"order {i} holds amount {held(i)} where its final event says {final(i)}"),
+            (self.wrong_status_ids, lambda i: f"order {i} holds status {held(i)} where its final event says {final(i)}"),
+            (self.unexpected_ids, lambda i: f"order {i} is in the sink but was never produced"),
+        ]
+        for ids, words in checks:
+            if ids:
+                more = f" (and {_plural(len(ids) - 1, 'other order', 'other orders')} like it)" if len(ids) > 1 else ""
+                return words(ids[0]) + more
+        return None
+
+    def __repr__(self) -> str:
+        return f"<StateLedger {self.line()}>"
 
 
-def _drain(consumer, tps, end: dict, timeout_s: float, topic: str) -> list[tuple[Any, Decimal]]:
-    """Poll until every partition's position has reached its end offset."""
-    by_partition: dict[int, list] = {tp.partition: [] for tp in tps}
-    deadline = time.monotonic() + timeout_s
-    remaining = [tp for tp in tps if _position(consumer, tp, 5000) < end[tp]]
-    while remaining:
-        if time.monotonic() > deadline:
-            behind = ", ".join(f"p{tp.partition} at {_position(consumer, tp, 1000)} of {end[tp]}" for tp in remaining)
-            raise CourseError(
-                f"reading {topic!r} did not reach the end within {timeout_s:.0f}s ({behind}). "
-                "Check the broker with `python -m deliverylab stack status`, then try again with a larger timeout_s."
-            )
-        for tp, records in consumer.poll(timeout_ms=500).items():
-            for record in records:
-                if record.offset < end[tp]:  # later records arrived after the snapshot
-                    where = f"{topic} p{tp.partition} offset {record.offset}"
-                    pair = parse_order_json(record.value, where)
-                    if pair is not None:
-                        by_partition[tp.partition].append((record.offset, pair))
-        done = [tp for tp in remaining if _position(consumer, tp, 1000) >= end[tp]]
-        if done:
-            consumer.pause(*done)
-        remaining = [tp for tp in remaining if tp not in done]
-    rows = []
-    for partition in sorted(by_partition):
-        rows.extend(pair for _, pair in sorted(by_partition[partition], key=lambda item: item[0]))
-    return rows
+def reconcile_states(events: Iterable[Any], rows: Iterable[Any], label: str | None = None) -> StateLedger:
+    """Compare a keyed sink's rows ``(order_id, amount, status)`` with each order's final state at the source
+    (:func:`final_states` of every event produced, several per order allowed)."""
+    expected = final_states(events)
+    held: dict[Any, list[tuple[Decimal, Any]]] = {}
+    for order_id, amount, status in normalise_states(rows):
+        held.setdefault(order_id, []).append((amount, status))
+    _check_id_types(expected, held)
+    present = [i for i in expected if i in held]
+    wrong_amount = sorted_ids(i for i in present if any(a != expected[i][0] for a, _ in held[i]))
+    wrong_status = sorted_ids(i for i in present if any(s != expected[i][1] for _, s in held[i]))
+    return StateLedger(
+        label=label,
+        orders=len(expected),
+        rows=sum(len(v) for v in held.values()),
+        missing_ids=sorted_ids(i for i in expected if i not in held),
+        duplicated_ids=sorted_ids(i for i in present if len(held[i]) > 1),
+        wrong_amount_ids=wrong_amount,
+        wrong_status_ids=wrong_status,
+        unexpected_ids=sorted_ids(i for i in held if i not in expected),
+        revenue_expected=sum((a for a, _ in expected.values()), Decimal("0.00")),
+        revenue_observed=sum((a for v in held.values() for a, _ in v), Decimal("0.00")),
+        expected=expected,
+        found=held,
+    )

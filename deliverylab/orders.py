@@ -43,6 +43,31 @@ def generate_orders(n: int, seed: int = 7, start: int = 0) -> list[dict]:
     return orders
 
 
+def _parse_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+def follow_up_events(orders: list[dict], rng: random.Random, count: int, older_share: float = 0.3) -> list[dict]:
+    """Later events of ``count`` of ``orders`` (picked by ``rng``), for hidden runs where an order has several
+    events: mostly a status change 1-30 s after the order's event, some with a corrected amount; about
+    ``older_share`` of them are *stale*: a time 1-30 s before the order's event, so they must not win however
+    late they arrive. Times never tie with the order's own event, so each order's final state is unambiguous
+    (``ledger.final_states``). Ids and customers are the orders' own; the list is in ``rng``'s order."""
+    events = []
+    for order in rng.sample(orders, min(count, len(orders))):
+        first = _parse_time(order["event_time"])
+        stale = rng.random() < older_share
+        shift = timedelta(seconds=rng.randint(1, 30)) * (-1 if stale else 1)
+        later = STATUSES[min(STATUSES.index(order["status"]) + 1, len(STATUSES) - 1)]
+        amount = Decimal(order["amount"])
+        if stale or rng.random() < 0.3:  # a stale copy, or a correction: another amount
+            amount = (amount + Decimal(rng.randint(-300, 300)) / 100).quantize(Decimal("0.01"))
+            amount = max(amount, Decimal("1.00"))
+        events.append({**order, "amount": str(amount), "status": "placed" if stale else later,
+                       "event_time": (first + shift).strftime("%Y-%m-%dT%H:%M:%SZ")})
+    return events
+
+
 def revenue(orders: Iterable[dict]) -> Decimal:
     return sum((Decimal(o["amount"]) for o in orders), Decimal("0.00"))
 

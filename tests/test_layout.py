@@ -78,7 +78,7 @@ LAYERS = [
     ("course", "stack"),
     # workshop/ (class board, reset button, site) sits with the lesson-level code it serves: progress,
     # checks, ledger and lesson call into it, and it may use them and the stack
-    ("checkpoint", "deltalog", "orders", "ledger", "charts", "inspector", "streams", "sparkerrors", "statusline", "checks", "todos", "labs",
+    ("checkpoint", "deltalog", "orders", "rows", "sinkrows", "ledger", "charts", "inspector", "streams", "sparkerrors", "statusline", "checks", "todos", "labs",
      "progress", "quiz", "lesson", "workshop"),
     ("crashlab",),
     ("modules",),

@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 
 from deliverylab import ledger as L
+from deliverylab import sinkrows
 from deliverylab.config import CourseError
 from deliverylab.ledger import reconcile
 
@@ -268,7 +269,7 @@ def test_drain_stops_at_end_offsets_and_skips_tombstones():
         p0: [Record(0, _value(0)), Record(1, None), Record(2, _value(2)), Record(3, _value(99))],
         p1: [Record(0, _value(1))],
     })
-    rows = L._drain(consumer, [p0, p1], {p0: 3, p1: 1}, timeout_s=5, topic="t")
+    rows = sinkrows._drain(consumer, [p0, p1], {p0: 3, p1: 1}, timeout_s=5, topic="t")
     assert [order_id for order_id, _ in rows] == ["o-0", "o-2", "o-1"]  # o-99 came after the snapshot
 
 
@@ -276,4 +277,73 @@ def test_drain_times_out_with_a_helpful_message():
     p0 = TP("t", 0)
     consumer = FakeConsumer({p0: [Record(0, _value(0))]})
     with pytest.raises(CourseError, match="did not reach the end.*p0 at 1 of 5"):
-        L._drain(consumer, [p0], {p0: 5}, timeout_s=0.05, topic="t")
+        sinkrows._drain(consumer, [p0], {p0: 5}, timeout_s=0.05, topic="t")
+
+
+# --------------------------------------------------------------------------- values, not only ids
+
+
+def test_an_upsert_that_adds_on_a_replay_keeps_ids_unique_and_is_caught_by_its_amounts():
+    doubled = [(order_id, str(Decimal(amount) * 2)) if order_id == "o-000002" else (order_id, amount)
+               for order_id, amount in PRODUCED]
+    result = reconcile(PRODUCED, doubled)
+    assert (result.lost, result.duplicated, result.verdict) == (0, 0, "exactly-once")
+    assert result.wrong_amount_ids == ("o-000002",) and not result.values_right
+    assert result.verdict_line() == "verdict: exactly-once (produced=4 lost=0 duplicated=0 wrong_amount=1)"
+    assert result.amount_problem() == "order o-000002 holds 41.00 where 20.50 was produced"
+    assert "wrong amount" in result.summary() and result.to_dict()["wrong_amount_ids"] == ["o-000002"]
+
+
+def test_right_amounts_leave_the_verdict_line_as_it_always_was():
+    result = reconcile(PRODUCED, PRODUCED + PRODUCED[:1])
+    assert result.values_right and result.amount_problem() is None
+    assert result.verdict_line() == "verdict: at-least-once (produced=4 lost=0 duplicated=1)"
+
+
+def _event(order_id, amount, status, second):
+    return {"order_id": order_id, "amount": amount, "status": status, "event_time": f"2026-01-01T00:00:{second:02d}Z"}
+
+
+EVENTS = [_event("o-1", "10.00", "placed", 1), _event("o-2", "20.00", "placed", 2),
+          _event("o-1", "10.00", "paid", 5), _event("o-2", "18.00", "placed", 1)]  # o-2's second event is OLDER
+
+
+def test_the_final_state_is_the_latest_event_by_time_not_by_arrival():
+    assert L.final_states(EVENTS) == {"o-1": (Decimal("10.00"), "paid"), "o-2": (Decimal("20.00"), "placed")}
+
+
+def test_equal_times_are_broken_by_status_as_the_course_merges_break_them():
+    tied = [_event("o-1", "10.00", "paid", 3), _event("o-1", "10.00", "shipped", 3), _event("o-1", "10.00", "placed", 3)]
+    assert L.final_states(tied)["o-1"] == (Decimal("10.00"), "shipped")
+
+
+def test_a_sink_holding_each_final_state_once_is_right():
+    result = L.reconcile_states(EVENTS, [("o-1", "10.00", "paid"), ("o-2", "20.00", "placed")])
+    assert result.right and result.problem() is None
+    assert result.line() == "final state: right (orders=2 missing=0 duplicated=0 wrong_amount=0 wrong_status=0)"
+
+
+@pytest.mark.parametrize("rows, line_part, problem", [
+    ([("o-1", "10.00", "placed"), ("o-2", "20.00", "placed")], "wrong_status=1",
+     "order o-1 holds status 10.00 placed where its final event says 10.00 paid"),        # insert-only: the later event ignored
+    ([("o-1", "10.00", "paid"), ("o-2", "18.00", "placed")], "wrong_amount=1",
+     "order o-2 holds amount 18.00 placed where its final event says 20.00 placed"),      # an older event overwrote a newer one
+    ([("o-1", "20.00", "paid"), ("o-2", "20.00", "placed")], "wrong_amount=1",
+     "order o-1 holds amount 20.00 paid where its final event says 10.00 paid"),          # a replay that added
+    ([("o-1", "10.00", "paid"), ("o-1", "10.00", "paid"), ("o-2", "20.00", "placed")], "duplicated=1",
+     "order o-1 has 2 rows (10.00 paid and 10.00 paid): one row per order expected"),
+    ([("o-1", "10.00", "paid")], "missing=1", "order o-2 is not in the sink"),
+])
+def test_each_way_a_keyed_sink_goes_wrong_is_named(rows, line_part, problem):
+    result = L.reconcile_states(EVENTS, rows)
+    assert not result.right and line_part in result.line() and result.line().startswith("final state: wrong")
+    assert result.problem() == problem
+
+
+def test_state_rows_come_as_dicts_too_and_bad_ones_say_what_to_give():
+    rows = [{"order_id": "o-1", "amount": 10, "status": "paid"}, {"order_id": "o-2", "amount": "20.00", "status": "placed"}]
+    assert L.reconcile_states(EVENTS, rows).right
+    with pytest.raises(CourseError, match="status"):
+        L.reconcile_states(EVENTS, [("o-1", "10.00")])
+    with pytest.raises(CourseError, match="event_time"):
+        L.final_states([{"order_id": "o-1", "amount": "1", "status": "paid", "event_time": "yesterday"}])

@@ -77,3 +77,23 @@ def test_a_lessons_login_is_empty_on_ones_own_broker_and_the_learners_on_a_class
     shared = Lesson("00-setup-and-tour", "ada", "10.0.0.5:9092", tmp_path)
     assert shared.login["security_protocol"] == "SASL_PLAINTEXT" and shared.login["sasl_plain_username"] == "ada"
     assert shared.spark_login["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
+
+
+def test_follow_up_events_change_orders_later_or_arrive_stale_and_never_tie():
+    import random
+
+    from deliverylab import ledger
+    from deliverylab.orders import follow_up_events, generate_orders
+
+    for seed in range(40):
+        rng = random.Random(seed)
+        orders = generate_orders(30, seed=seed)
+        extra = follow_up_events(orders, rng, count=12)
+        assert len(extra) == 12 and {e["order_id"] for e in extra} <= {o["order_id"] for o in orders}
+        by_id = {o["order_id"]: o for o in orders}
+        assert all(e["event_time"] != by_id[e["order_id"]]["event_time"] for e in extra)
+        final = ledger.final_states(orders + extra)
+        for e in extra:  # a stale event loses, a later one wins, whichever arrives last
+            first = by_id[e["order_id"]]
+            winner = e if e["event_time"] > first["event_time"] else first
+            assert final[e["order_id"]] == (ledger.to_amount(winner["amount"]), winner["status"])
