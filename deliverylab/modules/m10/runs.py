@@ -63,20 +63,23 @@ def expire_snapshots(spark, table: str, retain_last: int = 1) -> dict:
     return row.asDict()
 
 
-def delta_expiry_run(lesson, retention_s: int = 2, outage_s: float = 3.0, orders: int = 100):
+def delta_expiry_run(lesson, retention_s: int = 2, outage_s: float = 3.0, orders: int = 100, pipe=None):
     """Delta's counterpart: ``delta_sink`` with ``delta.setTransactionRetentionDuration`` of ``retention_s``
     seconds, crashed after Delta's commit, restarted after an outage of ``outage_s`` (longer). Delta 4.4 drops a
     ``txn`` entry older than the retention when it builds a snapshot, so the replay is written again.
-    Returns ``(pipe, crash)``."""
+    ``pipe``: a ``delta_sink`` pipeline to go on with (the two-driver run's, still running: one start less) instead
+    of a new one. Returns ``(pipe, crash)``."""
     from ...stack.session import get_spark
 
     def set_retention(pipe) -> None:  # its own commit, while the pipeline is idle
         get_spark().sql(f"ALTER TABLE delta.`{pipe.sink}` SET TBLPROPERTIES "
                         f"('delta.setTransactionRetentionDuration' = 'interval {retention_s} seconds')")
 
-    pipe = Pipeline(lesson, "delta_sink", name="delta_retention", max_per_batch=100)
+    if pipe is None:
+        pipe = Pipeline(lesson, "delta_sink", name="delta_retention", max_per_batch=100)
     try:
-        pipe.start()
+        if not pipe.running:
+            pipe.start() if pipe.starts == 0 else pipe.restart()
         pipe.produce(orders)
         pipe.drain()
         set_retention(pipe)

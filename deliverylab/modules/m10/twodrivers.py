@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...crashlab import Pipeline
@@ -48,6 +48,7 @@ class TwoDrivers:
     second_end: str          # how the notebook's query ended: "committed batch 0", or its error class
     ledger: object           # the table against the orders produced
     duplicates_are_batch_n: bool
+    pipe: object = field(default=None, repr=False)  # the pipeline, still running when asked to keep it
 
     def lines(self) -> list[str]:
         name = "Iceberg's sink" if self.kind == "iceberg" else "Delta's sink"
@@ -157,8 +158,9 @@ def _delta_commits_of(table: str, query: str, batch: int) -> int:
     return found
 
 
-def two_drivers(spark, lesson, kind: str = "iceberg", orders: int = 50) -> TwoDrivers:
-    """The race of the module's docstring for ``kind`` ("iceberg" or "delta"). Returns what the table holds."""
+def two_drivers(spark, lesson, kind: str = "iceberg", orders: int = 50, keep: bool = False) -> TwoDrivers:
+    """The race of the module's docstring for ``kind`` ("iceberg" or "delta"). Returns what the table holds.
+    ``keep``: the pipeline's driver keeps running afterwards (for a run that goes on with it, saving a start)."""
     from ... import ledger
     from ...crashlab import sinks
     from ...stack import kafka
@@ -180,8 +182,12 @@ def two_drivers(spark, lesson, kind: str = "iceberg", orders: int = 50) -> TwoDr
         finished = 0 in pipe.batch_ids()[1]
         gate.release()
         end = _end(first)
+    except BaseException:
+        pipe.stop()
+        raise
     finally:
         gate.release()
+    if not keep:
         pipe.stop()
     query = tables.query_id(pipe.checkpoint)
     if kind == "iceberg":
@@ -190,4 +196,4 @@ def two_drivers(spark, lesson, kind: str = "iceberg", orders: int = 50) -> TwoDr
         found, count = pipe.ledger(), _delta_commits_of(pipe.sink, query, 0)
     batch = set(pipe.batch_orders(0))
     return TwoDrivers(kind, held, finished, count, end, found,
-                      bool(found.duplicated_ids) and set(found.duplicated_ids) == batch)
+                      bool(found.duplicated_ids) and set(found.duplicated_ids) == batch, pipe)
