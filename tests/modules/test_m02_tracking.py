@@ -46,3 +46,24 @@ def test_describe_one_line():
     assert tracking.describe([{"batch": 2, "rows": 4, "range": {0: (1, 3), 1: (5, 7)}}]) == \
         "batch 2: 4 rows (partition 0 offsets 1-3, partition 1 offsets 5-7)"
     assert tracking.describe([]) == "no batch read records"
+
+
+# --------------------------------------------------------------------------- asynctracking's lines (no Spark)
+from deliverylab.modules.m02 import asynctracking  # noqa: E402
+
+
+def test_a_refused_restart_is_named_by_the_missing_batch_without_the_query_ids():
+    text = ("[STREAM_FAILED] Query [id = 1a, runId = 2b] terminated with exception: batch 2 doesn't exist "
+            "SQLSTATE: XXKST\nJVM stacktrace: ...")
+    assert asynctracking.failure_line(text) == "batch 2 doesn't exist"
+    assert asynctracking.failure_line("Something else went wrong\nmore") == "Something else went wrong"
+
+
+def test_the_runs_print_their_batches_and_files_in_order():
+    one = [{"batch": 0, "rows": 10, "range": {0: (0, 10)}}]
+    runs = asynctracking.SwitchOff(one, ({0, 3}, {3, 0}), "batch 2 doesn't exist", 2,
+                                   [{"batch": 4, "rows": 20, "range": {0: (40, 60)}}], ({0, 3, 4}, {0, 3, 4}), one)
+    lines = runs.lines()
+    assert lines[1].endswith("offsets [0, 3] commits [0, 3]")
+    assert lines[2].endswith("batch 2 doesn't exist") and lines[3].endswith(": 2")
+    assert lines[4].endswith("batch 4: 20 rows (offsets 40-60)")

@@ -36,12 +36,32 @@ def test_a_compaction_that_did_not_commit_is_an_error_that_says_to_run_again(tmp
 
 def test_the_lines_say_how_each_write_ended_and_what_the_restart_left():
     after = ledger.reconcile([("o-1", "1.00"), ("o-2", "2.00")], [("o-1", "1.00"), ("o-2", "2.00")])
-    run = conflicts.ConflictRun("committed", "DELTA_CONCURRENT_APPEND.WITHOUT_HINT", True, False, "finished", after)
+    run = conflicts.ConflictRun("committed", "DELTA_CONCURRENT_APPEND.WITHOUT_HINT", True, False, "finished", after,
+                                "DELTA_CONCURRENT_APPEND.WITHOUT_HINT", "Serializable",
+                                "refused, delta.isolationLevel must be Serializable")
     assert run.lines() == [
         "append with txnAppId while a compaction commits: committed",
         "foreachBatch MERGE while a compaction commits: DELTA_CONCURRENT_APPEND.WITHOUT_HINT",
         "batch 0 in the checkpoint: offsets/0 written, commits/0 missing",
-        "restart from the same checkpoint: finished | " + after.verdict_line()]
+        "restart from the same checkpoint: finished | " + after.verdict_line(),
+        "MERGE while another writer appends a row: DELTA_CONCURRENT_APPEND.WITHOUT_HINT",
+        "isolation level in the MERGE's commit: Serializable | "
+        "delta.isolationLevel = WriteSerializable: refused, delta.isolationLevel must be Serializable"]
+
+
+def test_the_isolation_level_is_read_from_the_newest_merge_commit(tmp_path):
+    import json
+
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    commits = [{"commitInfo": {"operation": "WRITE", "isolationLevel": "Serializable"}},
+               {"commitInfo": {"operation": "MERGE", "isolationLevel": "WriteSerializable"}},
+               {"commitInfo": {"operation": "MERGE", "isolationLevel": "Serializable"}},
+               {"commitInfo": {"operation": "OPTIMIZE", "isolationLevel": "SnapshotIsolation"}}]
+    for version, action in enumerate(commits):
+        (log / f"{version:020d}.json").write_text(json.dumps(action) + "\n")
+    assert conflicts.recorded_isolation(str(tmp_path)) == "Serializable"
+    assert conflicts.recorded_isolation(str(tmp_path), "DELETE") == "none"
 
 
 class _Table:

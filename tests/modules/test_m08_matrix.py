@@ -139,6 +139,15 @@ def test_audit_lines_on_a_clean_history():
     ]
 
 
+def test_audit_lines_say_whether_every_version_without_data_is_an_empty_batch():
+    versions = [V(0, "STREAMING UPDATE", 0, "q"), V(1, "STREAMING UPDATE", 1, "q"), V(2, "STREAMING UPDATE", 3, "q")]
+    lines = audit.audit_lines(versions, {1, 3}, empty={0})
+    assert lines[4] == ("every version without data is a batch the checkpoint committed with an empty offset range: "
+                        "True")
+    assert lines[5] == "versions without data (empty batches): 1"
+    assert audit.audit_lines(versions, {1}, empty={0})[4].endswith("False")  # batch 3 had orders, but no record of them
+
+
 def test_audit_lines_catch_a_batch_twice_and_a_missing_batch():
     versions = [V(0, "STREAMING UPDATE", 1, "q"), V(1, "STREAMING UPDATE", 1, "q"), V(2, "WRITE", None, None)]
     lines = audit.audit_lines(versions, {1, 2})

@@ -7,12 +7,12 @@
 By default Spark writes ``offsets/N`` before batch N and ``commits/N`` after it, for every batch, so a
 restart runs again exactly the range of the batch that was cut short. With the writer option
 ``asyncProgressTrackingEnabled=true`` (Spark 4.2's ``AsyncProgressTrackingMicroBatchExecution``) both logs
-are written by a background thread, and only for a batch that starts at least
+are written by a background thread, and only for the first batch of a run and for a batch that starts at least
 ``asyncProgressTrackingCheckpointIntervalMs`` (default 1000) after the last batch whose offsets were written;
-the batches in between are kept in memory only. A restart then resumes after the last batch whose
-``commits`` file is on disk and reads everything since in one batch: neither the batch numbers nor the
-ranges of the first run come back. The progress reports are a record of what each run read that does not
-depend on the checkpoint, which is why the lesson compares them.
+the batches in between are kept in memory only. A restart then plans the batches that were only in memory anew
+(after the last batch whose ``commits`` file is on disk, everything since in one batch): neither their batch
+numbers nor their ranges come back (``asynctracking.py`` runs it). The progress reports are a record of what each
+run read that does not depend on the checkpoint, which is why the lesson compares them.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """MERGE on order_id, run in the kernel's Spark on small batches of order events.
 
 A replay of a foreachBatch is the same function called again with the same batch: here we
-call it twice on purpose and compare the table after each call. None of these MERGEs records a
+call it twice on purpose and compare the table after each call. ``merge_latest`` keeps each order's latest
+event, within a batch (one row per key) and across batches (the update is guarded by event time). None of these MERGEs records a
 batch id: a replay is harmless only when the MERGE is idempotent, or when Delta's session
 settings ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` make it skip the batch.
 """
@@ -57,9 +58,36 @@ def latest_per_order(batch):
     return batch.withColumn("rank", F.row_number().over(newest_first)).filter("rank = 1").drop("rank")
 
 
+#: The update's guard: only a later event replaces a row, with the same tie-break as ``latest_per_order``.
+LATER = "s.event_time > t.event_time OR (s.event_time = t.event_time AND s.status > t.status)"
+
+
 def merge_latest(spark, table: str, batch) -> None:
-    """The safe MERGE: one row per key first, deterministic columns only."""
+    """The safe MERGE: one row per key first, deterministic columns only, and "latest" across batches too:
+    a matched row is updated only by a later event (``LATER``), so a batch that carries an order's older event
+    (a late one, or one another source sent again) leaves the newer row in place."""
+    from delta.tables import DeltaTable
+
+    (DeltaTable.forPath(spark, table).alias("t")
+        .merge(latest_per_order(batch).alias("s"), "t.order_id = s.order_id")
+        .whenMatchedUpdateAll(condition=LATER)
+        .whenNotMatchedInsertAll()
+        .execute())
+
+
+def statuses(spark, table: str) -> dict[str, str]:
+    """Each order's status in the table: {order_id: status}."""
+    return {r.order_id: r.status for r in sorted(spark.read.format("delta").load(table).collect())}
+
+
+def unguarded_after(spark, path: str, batch, older) -> dict[str, str]:
+    """The unguarded MERGE of the same two batches, for comparison: ``batch`` (one row per order first), then
+    ``older``, with ``whenMatchedUpdateAll()`` and no condition, into a new table at ``path``. Returns the
+    statuses after it."""
+    table = empty_table(spark, path)
     merge_as_is(spark, table, latest_per_order(batch))
+    merge_as_is(spark, table, latest_per_order(older))
+    return statuses(spark, table)
 
 
 def merge_stamped(spark, table: str, batch) -> None:

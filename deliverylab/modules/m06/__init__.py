@@ -12,6 +12,7 @@
     txversions  the transaction protocol the broker finalized (2, KIP-890) and the one kafka-python speaks (1)
     realtime    Spark's real-time mode: the sinks it refuses, and offsets/N written after the sink's rows
     rtwriters   real-time mode into a ForeachWriter, two ways to key the writes, under a crash and replay
+    epochsplit  the same two writers in micro-batch mode: a replayed batch split into other partitions
     lab         the lab's checks (each tested against planted wrong answers)
     probes      the lab's hidden topics: aborted transactions (one never sent again), a Kafka sink's replays
 
@@ -22,13 +23,13 @@ from __future__ import annotations
 
 import inspect
 
-from . import idempotence, realtime, rtwriters, txversions
+from . import epochsplit, idempotence, realtime, rtwriters, txversions
 from .harness import (RelayReport, RelayRun, crash_and_restart, crash_relay, fill_source, names, output, reconcile,
                       reset, run_relay, start_relay)
 from .producers import LostReply, send_with_lost_reply
 from .relay import CRASH_MOMENTS, enrich, relay_batches
 
-__all__ = ["CRASH_MOMENTS", "LostReply", "RelayReport", "RelayRun", "crash_and_restart", "crash_relay", "enrich",
+__all__ = ["CRASH_MOMENTS", "LostReply", "RelayReport", "RelayRun", "crash_and_restart", "crash_relay", "enrich", "epochsplit",
            "fill_source", "idempotence", "names", "realtime", "rtwriters", "output", "reconcile", "relay_batches",
            "reset", "run_relay", "send_with_lost_reply", "source", "start_relay"]
 

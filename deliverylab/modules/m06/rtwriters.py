@@ -62,8 +62,9 @@ class ByCoordinates:
 
 
 class ByEpoch:
-    """Skip a (partition_id, epoch_id) already committed: right in micro-batch mode, where a replayed
-    batch reads the records its first attempt read; not in real-time mode."""
+    """Skip a (partition_id, epoch_id) already committed, as PySpark's ForeachWriter docstring suggests for
+    micro-batch mode. Not safe in either mode (Spark's guide, SPARK-28650): a micro-batch replay reads the same
+    range but may split it into other partitions (epochsplit.py), a real-time replay reads another range."""
 
     def __init__(self, db: str):
         self.db = db

@@ -38,17 +38,28 @@ def batches_with_data(pipe) -> set[int]:
     return {b for b in commits if pipe.batch_rows(b) > 0}
 
 
-def audit_lines(versions: list[Version], with_data: set[int]) -> list[str]:
-    """Stable lines: what the versions are, and whether each batch with data is there exactly once."""
+def batches_without_data(pipe) -> set[int]:
+    """Batch ids the pipeline's checkpoint committed whose offset range holds no order (a new query's first batch)."""
+    _, commits = pipe.batch_ids()
+    return {b for b in commits if pipe.batch_rows(b) == 0}
+
+
+def audit_lines(versions: list[Version], with_data: set[int], empty: set[int] | None = None) -> list[str]:
+    """Stable lines: what the versions are, and whether each batch with data is there exactly once; with ``empty``
+    (:func:`batches_without_data`), whether every version without data is such an empty batch. The last line, a
+    count of those versions, depends on the run."""
     streamed = [v for v in versions if v.operation == STREAMING_UPDATE]
     batches = [v.batch for v in streamed]
-    return [
+    lines = [
         f"every version is a {STREAMING_UPDATE}: {len(streamed) == len(versions)}",
         f"writers (query ids) in the history: {len({v.query for v in streamed})}",
         f"a batch id twice: {len(batches) != len(set(batches))}",
         f"batches with data committed by the checkpoint are all in the history: {with_data <= set(batches)}",
-        f"versions without data (empty batches): {len(set(batches) - with_data)}",
     ]
+    if empty is not None:
+        lines.append("every version without data is a batch the checkpoint committed with an empty offset range: "
+                     f"{set(batches) - with_data <= empty}")
+    return lines + [f"versions without data (empty batches): {len(set(batches) - with_data)}"]
 
 
 #: Delta's table property that says how long the log (and so history()) keeps a version

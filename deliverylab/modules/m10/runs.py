@@ -63,20 +63,23 @@ def expire_snapshots(spark, table: str, retain_last: int = 1) -> dict:
     return row.asDict()
 
 
-def delta_expiry_run(lesson, retention_s: int = 2, outage_s: float = 3.0, orders: int = 100):
+def delta_expiry_run(lesson, retention_s: int = 2, outage_s: float = 3.0, orders: int = 100, pipe=None):
     """Delta's counterpart: ``delta_sink`` with ``delta.setTransactionRetentionDuration`` of ``retention_s``
     seconds, crashed after Delta's commit, restarted after an outage of ``outage_s`` (longer). Delta 4.4 drops a
     ``txn`` entry older than the retention when it builds a snapshot, so the replay is written again.
-    Returns ``(pipe, crash)``."""
+    ``pipe``: a ``delta_sink`` pipeline to go on with (the two-driver run's, still running: one start less) instead
+    of a new one. Returns ``(pipe, crash)``."""
     from ...stack.session import get_spark
 
     def set_retention(pipe) -> None:  # its own commit, while the pipeline is idle
         get_spark().sql(f"ALTER TABLE delta.`{pipe.sink}` SET TBLPROPERTIES "
                         f"('delta.setTransactionRetentionDuration' = 'interval {retention_s} seconds')")
 
-    pipe = Pipeline(lesson, "delta_sink", name="delta_retention", max_per_batch=100)
+    if pipe is None:
+        pipe = Pipeline(lesson, "delta_sink", name="delta_retention", max_per_batch=100)
     try:
-        pipe.start()
+        if not pipe.running:
+            pipe.start() if pipe.starts == 0 else pipe.restart()
         pipe.produce(orders)
         pipe.drain()
         set_retention(pipe)
@@ -95,8 +98,10 @@ CACHED_CATALOG = "iceberg_cached"
 def cache_trap(spark, table: str, rows: int = 3) -> dict[str, int]:
     """Iceberg's catalog cache, made visible: a second catalog on the same warehouse with the cache on (and never
     expiring, so the demo does not depend on timing) counts ``table``; then ``rows`` rows are committed through the
-    course's catalog (another Table object, as another driver's commit would be); then both catalogs count again,
-    and the cached one once more after ``REFRESH TABLE``. Returns the counts by name."""
+    course's catalog (another Table object, as another driver's commit would be); then both catalogs count again;
+    then the same rows are MERGEd (insert-only, on order_id) through the cached catalog, whose stale read finds
+    none of them, so it appends them again; then the cached one counts once more after ``REFRESH TABLE``.
+    Returns the counts by name."""
     prefix = f"spark.sql.catalog.{CACHED_CATALOG}"
     for key, value in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "hadoop",
                        ".warehouse": spark.conf.get(f"spark.sql.catalog.{ICEBERG_CATALOG}.warehouse"),
@@ -116,11 +121,31 @@ def cache_trap(spark, table: str, rows: int = 3) -> dict[str, int]:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {course} ({ORDER_SCHEMA}) USING iceberg "
               "TBLPROPERTIES ('format-version' = '2')")
     insert(0, 2)
-    counts = {"cached catalog, before": count(cached)}
+    counts = {"rows, cached catalog, before": count(cached)}
     insert(2, rows)
-    counts["cached catalog, after"] = count(cached)
-    counts["course catalog (cache off), after"] = count(course)
-    counts["pyiceberg (no JVM), after"] = len(tables.rows(table))
+    counts["rows, cached catalog, after"] = count(cached)
+    counts["rows, course catalog (cache off), after"] = count(course)
+    counts["rows, pyiceberg (no JVM), after"] = len(tables.rows(table))
+    # the same rows again, as an insert-only MERGE through the cached catalog: it reads the stale table
+    spark.sql(f"SELECT * FROM {course} WHERE order_id >= 'o-{2:06d}'").createOrReplaceTempView("cache_demo_batch")
+    spark.sql(f"MERGE INTO {cached} t USING cache_demo_batch s ON t.order_id = s.order_id WHEN NOT MATCHED THEN INSERT *")
+    ids = [row[0] for row in tables.rows(table)]
+    counts[f"rows after a MERGE of those {rows} through the cached catalog"] = len(ids)
+    counts["order ids in the table twice"] = len(ids) - len(set(ids))
     spark.sql(f"REFRESH TABLE {cached}")
-    counts["cached catalog, after REFRESH TABLE"] = count(cached)
+    counts["rows, cached catalog, after REFRESH TABLE"] = count(cached)
     return counts
+
+
+def merge_plan(spark, table: str) -> dict[str, bool]:
+    """What Spark's plan of an insert-only ``MERGE INTO`` of ``table`` on order_id is made of (``EXPLAIN``): an
+    append of the rows an anti-join against the table's current scan kept, and no row-level rewrite."""
+    spark.sql("SELECT * FROM VALUES ('o-plan', 'c-plan', CAST(1.00 AS DECIMAL(10,2)), 'placed', "
+              "TIMESTAMP '2026-01-01 00:00:00') AS s(order_id, customer_id, amount, status, event_time)"
+              ).createOrReplaceTempView("plan_batch")  # a batch of one row (an empty one would plan no join)
+    plan = spark.sql(f"EXPLAIN MERGE INTO {tables.iceberg_identifier(table, spark)} t USING plan_batch s "
+                     "ON t.order_id = s.order_id WHEN NOT MATCHED THEN INSERT *").first()[0]
+    return {"an append (AppendData)": "AppendData" in plan,
+            "an anti-join of the batch against the table (LeftAnti)": "LeftAnti" in plan,
+            "a scan of the table's current snapshot (BatchScan)": "BatchScan" in plan,
+            "a row-level rewrite (ReplaceData, WriteDelta)": "ReplaceData" in plan or "WriteDelta" in plan}
